@@ -3,6 +3,8 @@
 
 namespace cdsm {
 
-std::string_view version() noexcept { return CDSM_VERSION_STRING; }
+std::string_view version() noexcept {
+    return CDSM_VERSION_STRING;
+}
 
 }  // namespace cdsm
