@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * cdsm core: blocks, sharers, matrices and aging (see cdsm_core.h).
+ *
+ * A fault by task T on block B is recorded by putting T at the head of
+ * B's list of recent sharers (the oldest falls off, as in the CDSM paper);
+ * every other task of T's application found in the list is one
+ * communication event for the pair.
+ */
+#include <linux/hash.h>
+#include <linux/string.h>
+
+#include "cdsm_core.h"
+
+/**
+ * cdsm_blocks_mem_sz() - bytes needed by a block table.
+ * @nr_entries_log2:	log2 of the number of entries.
+ * @nr_sharers:		sharers kept per entry.
+ *
+ * Return: the size of the memory to pass to cdsm_blocks_init().
+ */
+size_t cdsm_blocks_mem_sz(unsigned int nr_entries_log2, unsigned int nr_sharers)
+{
+	size_t n = (size_t)1 << nr_entries_log2;
+
+	return n * sizeof(u64) + n * nr_sharers * sizeof(u32);
+}
+
+/**
+ * cdsm_blocks_init() - set up an empty block table in @mem.
+ * @b:			the table.
+ * @mem:		cdsm_blocks_mem_sz() bytes, 8-byte aligned.
+ * @nr_entries_log2:	log2 of the number of entries.
+ * @nr_sharers:		sharers kept per entry, 1..CDSM_MAX_SHARERS.
+ */
+void cdsm_blocks_init(struct cdsm_blocks *b, void *mem,
+		      unsigned int nr_entries_log2, unsigned int nr_sharers)
+{
+	size_t n = (size_t)1 << nr_entries_log2;
+
+	b->tags = mem;
+	b->sharers = (u32 *)(b->tags + n);
+	b->nr_entries_log2 = nr_entries_log2;
+	b->nr_sharers = nr_sharers;
+	cdsm_blocks_clear(b);
+}
+
+/**
+ * cdsm_blocks_clear() - forget every block.
+ * @b:	the table.
+ */
+void cdsm_blocks_clear(struct cdsm_blocks *b)
+{
+	memset(b->tags, 0, cdsm_blocks_mem_sz(b->nr_entries_log2, b->nr_sharers));
+	b->evictions = 0;
+}
+
+/**
+ * cdsm_blocks_record() - record an access of @sharer to @block.
+ * @b:		the table.
+ * @block:	block number (physical address >> block shift).
+ * @sharer:	the accessing task, from cdsm_sharer().
+ * @peers:	room for @b->nr_sharers - 1 ids: the other tasks of the same
+ *		application that accessed @block recently.
+ *
+ * Return: the number of ids stored in @peers.
+ */
+unsigned int cdsm_blocks_record(struct cdsm_blocks *b, u64 block, u32 sharer,
+				u32 *peers)
+{
+	size_t e = hash_64(block, b->nr_entries_log2);
+	u32 *list = b->sharers + e * b->nr_sharers;
+	unsigned int i, last, n = 0;
+
+	if (b->tags[e] != block + 1) {
+		if (b->tags[e])
+			b->evictions++;
+		b->tags[e] = block + 1;
+		memset(list, 0, b->nr_sharers * sizeof(u32));
+	}
+	/* Find @sharer, or the oldest slot, which it then replaces. */
+	last = b->nr_sharers - 1;
+	for (i = 0; i < b->nr_sharers; i++) {
+		if (list[i] == sharer) {
+			last = i;
+			continue;
+		}
+		if (list[i] && cdsm_sharer_app(list[i]) == cdsm_sharer_app(sharer))
+			peers[n++] = list[i];
+	}
+	/*
+	 * Every listed peer counts, the oldest too: it is a recent sharer at
+	 * this access even though @sharer now pushes it out.
+	 */
+	memmove(list + 1, list, last * sizeof(u32));
+	list[0] = sharer;
+	return n;
+}
+
+/**
+ * cdsm_matrix_dim_for() - matrix size for a number of tasks.
+ * @nr_tasks:	tasks the matrix must hold.
+ * @min_dim:	smallest size (a power of two).
+ * @max_dim:	largest size.
+ *
+ * Return: the smallest power of two >= @nr_tasks and @min_dim, at most
+ * @max_dim.
+ */
+u32 cdsm_matrix_dim_for(u32 nr_tasks, u32 min_dim, u32 max_dim)
+{
+	u32 dim = min_dim;
+
+	while (dim < nr_tasks && dim < max_dim)
+		dim *= 2;
+	return dim < max_dim ? dim : max_dim;
+}
+
+/**
+ * cdsm_matrix_add_pair() - count one communication event of tasks @i and @j.
+ * @m:	the matrix.
+ * @i:	a task index.
+ * @j:	another task index.
+ *
+ * Cells saturate at U32_MAX instead of wrapping.
+ *
+ * Return: false if an index is outside the matrix (nothing counted).
+ */
+bool cdsm_matrix_add_pair(struct cdsm_matrix *m, u32 i, u32 j)
+{
+	u32 *ij, *ji;
+
+	if (i >= m->dim || j >= m->dim || i == j)
+		return false;
+	ij = &m->cells[(size_t)i * m->dim + j];
+	ji = &m->cells[(size_t)j * m->dim + i];
+	if (*ij != U32_MAX) {
+		(*ij)++;
+		(*ji)++;
+	}
+	return true;
+}
+
+/**
+ * cdsm_matrix_age() - age every cell: M = M - (M >> 2).
+ * @m:	the matrix.
+ */
+void cdsm_matrix_age(struct cdsm_matrix *m)
+{
+	size_t i, n = (size_t)m->dim * m->dim;
+
+	for (i = 0; i < n; i++)
+		m->cells[i] -= m->cells[i] >> 2;
+}
+
+/**
+ * cdsm_matrix_copy() - copy @src into the top-left corner of @dst.
+ * @dst:	a matrix at least as large as @src; the rest is zeroed.
+ * @src:	the matrix to copy.
+ */
+void cdsm_matrix_copy(struct cdsm_matrix *dst, const struct cdsm_matrix *src)
+{
+	u32 i;
+
+	memset(dst->cells, 0, cdsm_matrix_mem_sz(dst->dim));
+	for (i = 0; i < src->dim && i < dst->dim; i++)
+		memcpy(dst->cells + (size_t)i * dst->dim,
+		       src->cells + (size_t)i * src->dim,
+		       (src->dim < dst->dim ? src->dim : dst->dim) * sizeof(u32));
+}

@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * cdsm core: memory blocks, their recent sharers, communication matrices
+ * and aging. Pure logic on caller-provided memory: no locks, no allocation,
+ * no probes, so that it is also compiled and unit-tested in user space
+ * (tests/kcore/). Callers serialise access (in the module: the worker).
+ */
+#ifndef _CDSM_CORE_H
+#define _CDSM_CORE_H
+
+#include <linux/types.h>
+
+/* Upper bound of the number of recent sharers kept per block. */
+#define CDSM_MAX_SHARERS 8
+
+/*
+ * A sharer is a 32-bit id: the application key in the upper 16 bits and
+ * the task index + 1 in the lower 16 bits, so that 0 means "empty".
+ */
+#define CDSM_SHARER_APP_SHIFT 16
+#define CDSM_MAX_TASK_INDEX 0xfffe
+
+/**
+ * cdsm_sharer() - encode a sharer id.
+ * @app_key:	16-bit application key (slot and generation).
+ * @task_idx:	dense task index in the application, <= CDSM_MAX_TASK_INDEX.
+ *
+ * Return: the non-zero sharer id.
+ */
+static inline u32 cdsm_sharer(u32 app_key, u32 task_idx)
+{
+	return (app_key << CDSM_SHARER_APP_SHIFT) | (task_idx + 1);
+}
+
+/**
+ * cdsm_sharer_app() - application key of a sharer id.
+ * @sharer:	a non-zero sharer id.
+ *
+ * Return: the application key.
+ */
+static inline u32 cdsm_sharer_app(u32 sharer)
+{
+	return sharer >> CDSM_SHARER_APP_SHIFT;
+}
+
+/**
+ * cdsm_sharer_task() - task index of a sharer id.
+ * @sharer:	a non-zero sharer id.
+ *
+ * Return: the task index.
+ */
+static inline u32 cdsm_sharer_task(u32 sharer)
+{
+	return (sharer & 0xffff) - 1;
+}
+
+/**
+ * struct cdsm_blocks - direct-mapped table of memory blocks.
+ * @tags:		block number + 1 stored in each entry, 0 when empty.
+ * @sharers:		@nr_sharers sharer ids per entry, most recent first.
+ * @nr_entries_log2:	log2 of the number of entries.
+ * @nr_sharers:		sharers kept per entry, 1..CDSM_MAX_SHARERS.
+ * @evictions:		entries that held another block when it was recorded.
+ */
+struct cdsm_blocks {
+	u64 *tags;
+	u32 *sharers;
+	unsigned int nr_entries_log2;
+	unsigned int nr_sharers;
+	u64 evictions;
+};
+
+size_t cdsm_blocks_mem_sz(unsigned int nr_entries_log2, unsigned int nr_sharers);
+void cdsm_blocks_init(struct cdsm_blocks *b, void *mem,
+		      unsigned int nr_entries_log2, unsigned int nr_sharers);
+void cdsm_blocks_clear(struct cdsm_blocks *b);
+unsigned int cdsm_blocks_record(struct cdsm_blocks *b, u64 block, u32 sharer,
+				u32 *peers);
+
+/**
+ * struct cdsm_matrix - square matrix of communication events.
+ * @cells:	@dim * @dim counters, row-major; (i, j) and (j, i) are equal.
+ * @dim:	number of rows (task indices 0..dim-1).
+ */
+struct cdsm_matrix {
+	u32 *cells;
+	u32 dim;
+};
+
+/**
+ * cdsm_matrix_mem_sz() - bytes needed by a matrix.
+ * @dim:	number of rows.
+ *
+ * Return: @dim * @dim cells of 4 bytes.
+ */
+static inline size_t cdsm_matrix_mem_sz(u32 dim)
+{
+	return (size_t)dim * dim * sizeof(u32);
+}
+
+u32 cdsm_matrix_dim_for(u32 nr_tasks, u32 min_dim, u32 max_dim);
+bool cdsm_matrix_add_pair(struct cdsm_matrix *m, u32 i, u32 j);
+void cdsm_matrix_age(struct cdsm_matrix *m);
+void cdsm_matrix_copy(struct cdsm_matrix *dst, const struct cdsm_matrix *src);
+
+#endif /* _CDSM_CORE_H */
