@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "cli.hpp"
+
+#include <cstdio>
+#include <exception>
+
+namespace cdsm::workloads {
+
+void RunLength::add_options(CLI::App& app) {
+    auto* secs = app.add_option("--seconds", seconds, "Run for this many seconds")
+                     ->type_name("S")
+                     ->check(CLI::PositiveNumber)
+                     ->capture_default_str();
+    auto* iters = app.add_option("--iterations", iterations,
+                                 "Run this many passes per task instead of a time")
+                      ->type_name("N")
+                      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
+    secs->excludes(iters);
+}
+
+namespace {
+
+int fail(const CLI::App& app, const char* what, int code) {
+    std::fprintf(stderr, "%s: error: %s\n", app.get_name().c_str(), what);
+    return code;
+}
+
+}  // namespace
+
+int run_workload(CLI::App& app, int argc, char** argv, const std::function<int()>& run) {
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp&) {
+        std::fputs(app.help().c_str(), stdout);
+        return kExitOk;
+    } catch (const CLI::ParseError& e) {
+        return fail(app, e.what(), kExitUsage);
+    }
+    try {
+        return run();
+    } catch (const UsageError& e) {
+        return fail(app, e.what(), kExitUsage);
+    } catch (const std::exception& e) {
+        return fail(app, e.what(), kExitFailed);
+    }
+}
+
+}  // namespace cdsm::workloads

@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "pairs_team.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <exception>
+#include <nlohmann/json.hpp>
+
+#include "data_pattern.hpp"
+#include "pair_region.hpp"
+#include "truth.hpp"
+
+namespace cdsm::workloads {
+
+void PairsOptions::add_options(CLI::App& app, bool with_work) {
+    app.add_option("--threads", tasks, "Number of threads (even, >= 4)")
+        ->check(CLI::Range(4, 4096))
+        ->capture_default_str();
+    app.add_option("--seed", seed, "Seed of the pairings")->capture_default_str();
+    app.add_option("--pages", data_pages, "Data pages each pair shares")
+        ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 16))
+        ->capture_default_str();
+    run.add_options(app);
+    app.add_option("--truth", truth, "Write the ground truth of the first pairing to FILE")
+        ->type_name("FILE");
+    auto* sw = app.add_option("--switch-after", switch_after,
+                              "Switch to a second, disjoint pairing after S seconds")
+                   ->type_name("S")
+                   ->check(CLI::PositiveNumber);
+    app.add_option("--truth2", truth2, "Write the ground truth of the second pairing to FILE")
+        ->type_name("FILE")
+        ->needs(sw);
+    start.add_options(app);
+    if (!with_work) return;
+    auto* w = app.add_flag("--work", work,
+                           "Compute-and-share mode: each iteration computes on private data, then "
+                           "sweeps the pair's data once; reports the median run time");
+    w->excludes(sw);
+    app.add_option("--private-kib", private_kib, "Work mode: private data per thread, KiB")
+        ->check(CLI::Range(std::size_t{4}, std::size_t{1} << 22))
+        ->needs(w)
+        ->capture_default_str();
+    app.add_option("--repeat", repeat, "Work mode: timed repetitions")
+        ->check(CLI::Range(1u, 1000u))
+        ->needs(w)
+        ->capture_default_str();
+    app.add_flag("--json", json, "Work mode: print the result as JSON")->needs(w);
+}
+
+void PairsOptions::validate() const {
+    if (tasks % 2 != 0) throw UsageError("--threads must be even, not " + std::to_string(tasks));
+    if (switch_after > 0 && !run.by_time()) {
+        throw UsageError("--switch-after needs a run by time (--seconds), not --iterations");
+    }
+    if (switch_after > 0 && switch_after >= run.seconds) {
+        throw UsageError("--switch-after must be less than --seconds");
+    }
+    if (work && run.by_time())
+        throw UsageError("--work needs --iterations (a fixed amount of work)");
+}
+
+PairsTeam::Phase PairsTeam::make_phase(std::vector<int> partner, std::size_t data_pages) {
+    Phase phase{std::move(partner), {}};
+    phase.regions.resize(phase.partner.size());
+    for (std::size_t i = 0; i < phase.partner.size(); ++i) {
+        // Mapped here, first touched by the partners themselves.
+        if (static_cast<int>(i) < phase.partner[i]) {
+            phase.regions[i] = Mapping::anonymous(PairRegion::bytes(data_pages), false);
+        }
+    }
+    return phase;
+}
+
+PairsTeam::PairsTeam(const PairsOptions& options)
+    : options_(options),
+      phase1_(make_phase(make_pairing(options.tasks, options.seed), options.data_pages)),
+      slots_(options.tasks, false) {
+    if (options.switch_after > 0) {
+        phase2_ = make_phase(make_pairing(options.tasks, options.seed + 1, phase1_.partner),
+                             options.data_pages);
+    }
+    start_cpus_ = options.start.resolve(pairing_graph(phase1_.partner));
+}
+
+void PairsTeam::record_failure(const std::string& what) {
+    const std::lock_guard lock(failure_mutex_);
+    if (failure_.empty()) failure_ = what;
+}
+
+void PairsTeam::write_truth_file(const Phase& phase, const std::string& file) {
+    if (file.empty()) return;
+    std::vector<pid_t> tids(options_.tasks);
+    for (int i = 0; i < options_.tasks; ++i) tids[i] = slots_[i].tid;
+    try {
+        write_truth(file, tids, pairing_graph(phase.partner));
+    } catch (const std::exception& e) {
+        record_failure(e.what());
+    }
+}
+
+void PairsTeam::exchange(const Phase& phase, int index, const StopRule& stop) {
+    const int partner = phase.partner[index];
+    const int lower = std::min(index, partner);
+    const PairRegion region(phase.regions[lower].bytes());
+    const int side = index == lower ? 0 : 1;
+    const std::uint64_t passes = region.sweep_until(side, stop);
+    region.publish(side, passes);
+    Slot& slot = slots_[index];
+    slot.passes += passes;
+    if (side == 0) slot.wrong_words += region.verify();
+}
+
+void PairsTeam::work(const Phase& phase, int index, const std::function<void()>& barrier) {
+    const int partner = phase.partner[index];
+    const int lower = std::min(index, partner);
+    const PairRegion region(phase.regions[lower].bytes());
+    const int side = index == lower ? 0 : 1;
+    // Allocated and first touched by its owner: private in every sense.
+    const Mapping own = Mapping::anonymous(options_.private_kib * 1024, false);
+    const auto words = own.words();
+    const auto stream = static_cast<std::uint64_t>(index);
+    fill_initial(words, stream, 0);
+    constexpr unsigned kStepsPerIteration = 4;
+    for (unsigned rep = 0; rep < options_.repeat; ++rep) {
+        barrier();
+        const auto t0 = Clock::now();
+        for (std::uint64_t it = 0; it < options_.run.iterations; ++it) {
+            apply_steps(words, 0, kStepsPerIteration);
+            region.sweep(side);
+        }
+        barrier();
+        if (index == 0) run_seconds_.push_back(seconds_since(t0));
+    }
+    const std::uint64_t iterations = options_.run.iterations * options_.repeat;
+    region.publish(side, iterations);
+    Slot& slot = slots_[index];
+    slot.passes = iterations;
+    slot.wrong_words = count_wrong(words, stream, 0, iterations * kStepsPerIteration);
+    if (side == 0) slot.wrong_words += region.verify();
+}
+
+void PairsTeam::member(int index, const std::function<void()>& barrier) {
+    try {
+        if (!start_cpus_.empty()) pin_task(0, start_cpus_[index]);
+    } catch (const std::exception& e) {
+        record_failure(e.what());
+    }
+    slots_[index].tid = current_tid();
+    barrier();
+    if (index == 0) write_truth_file(phase1_, options_.truth);
+    if (options_.work) {
+        work(phase1_, index, barrier);
+        return;
+    }
+    const auto start = Clock::now();
+    const auto& run = options_.run;
+    const auto end = after_seconds(start, run.seconds);
+    if (options_.switch_after <= 0) {
+        exchange(phase1_, index,
+                 run.by_time() ? StopRule::at(end) : StopRule::after(run.iterations));
+        return;
+    }
+    exchange(phase1_, index, StopRule::at(after_seconds(start, options_.switch_after)));
+    barrier();
+    if (index == 0) write_truth_file(phase2_, options_.truth2);
+    exchange(phase2_, index, StopRule::at(end));
+}
+
+int PairsTeam::finish(const std::string& program) {
+    std::uint64_t min_passes = UINT64_MAX, max_passes = 0;
+    std::size_t wrong = 0;
+    for (int i = 0; i < options_.tasks; ++i) {
+        min_passes = std::min(min_passes, slots_[i].passes);
+        max_passes = std::max(max_passes, slots_[i].passes);
+        wrong += slots_[i].wrong_words;
+    }
+    const bool ok = wrong == 0 && failure_.empty();
+    if (options_.work) {
+        std::vector<double> sorted = run_seconds_;
+        std::sort(sorted.begin(), sorted.end());
+        const double median = sorted[sorted.size() / 2];
+        if (options_.json) {
+            const nlohmann::json out = {{"threads", options_.tasks},
+                                        {"iterations", options_.run.iterations},
+                                        {"private_kib", options_.private_kib},
+                                        {"run_seconds", run_seconds_},
+                                        {"median_seconds", median},
+                                        {"data_ok", wrong == 0}};
+            std::printf("%s\n", out.dump().c_str());
+        } else {
+            std::printf(
+                "%s: %s: work median %.6f s over %u runs (min %.6f, max %.6f), %d threads\n",
+                program.c_str(), wrong == 0 ? "OK" : "FAILED", median, options_.repeat,
+                sorted.front(), sorted.back(), options_.tasks);
+        }
+    } else {
+        std::printf("%s: %s: %d threads, %s, passes per thread %llu..%llu, wrong words %zu\n",
+                    program.c_str(), wrong == 0 ? "OK" : "FAILED", options_.tasks,
+                    options_.switch_after > 0 ? "2 phases" : "1 phase",
+                    static_cast<unsigned long long>(min_passes),
+                    static_cast<unsigned long long>(max_passes), wrong);
+    }
+    if (!failure_.empty())
+        std::fprintf(stderr, "%s: error: %s\n", program.c_str(), failure_.c_str());
+    return ok ? kExitOk : kExitFailed;
+}
+
+}  // namespace cdsm::workloads

@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: GPL-2.0
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace cdsm::workloads {
+
+/// Throws std::system_error for errno, naming what failed.
+[[noreturn]] void throw_errno(const std::string& what);
+
+/// The calling thread's Linux thread id, as gettid() returns.
+pid_t current_tid();
+
+/// An owned file descriptor, closed on destruction.
+class UniqueFd {
+  public:
+    UniqueFd() = default;
+    explicit UniqueFd(int fd) : fd_(fd) {}
+    UniqueFd(UniqueFd&& other) noexcept : fd_(other.release()) {}
+    UniqueFd& operator=(UniqueFd&& other) noexcept;
+    UniqueFd(const UniqueFd&) = delete;
+    UniqueFd& operator=(const UniqueFd&) = delete;
+    ~UniqueFd();
+
+    int get() const { return fd_; }
+    int release();
+
+  private:
+    int fd_ = -1;
+};
+
+using Clock = std::chrono::steady_clock;
+
+/// Seconds from `start` to now.
+double seconds_since(Clock::time_point start);
+
+/// The time `seconds` after `start`.
+inline Clock::time_point after_seconds(Clock::time_point start, double seconds) {
+    return start +
+           std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
+}
+
+/// When a task stops making passes: at a deadline, or after a number of passes.
+class StopRule {
+  public:
+    static StopRule at(Clock::time_point deadline) { return {deadline, 0}; }
+    static StopRule after(std::uint64_t passes) { return {{}, passes}; }
+    /// True once `passes_made` reached the limit or the deadline passed.
+    bool done(std::uint64_t passes_made) const {
+        return max_passes_ != 0 ? passes_made >= max_passes_ : Clock::now() >= deadline_;
+    }
+
+  private:
+    StopRule(Clock::time_point deadline, std::uint64_t max_passes)
+        : deadline_(deadline), max_passes_(max_passes) {}
+    Clock::time_point deadline_;
+    std::uint64_t max_passes_;
+};
+
+}  // namespace cdsm::workloads
