@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: GPL-2.0
+// cdsm-pairs-procs: N processes, process i shares data only with its partner in a seeded
+// non-neighbour pairing, through one POSIX shared-memory segment per pair. See README.md.
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "common/cli.hpp"
+#include "common/memory.hpp"
+#include "common/pair_region.hpp"
+#include "common/placement.hpp"
+#include "common/truth.hpp"
+
+using namespace cdsm::workloads;
+
+namespace {
+
+struct Options {
+    int tasks = 8;
+    std::uint64_t seed = 1;
+    std::size_t data_pages = 4;
+    RunLength run;
+    std::string truth;
+    StartPlacement start;
+};
+
+/// What each process reports to the first one, on its own page of a shared mapping.
+struct Slot {
+    std::uint64_t passes;
+    std::size_t wrong_words;
+};
+
+// The children, for the signal handler: on SIGINT/SIGTERM the first process stops them all.
+pid_t g_children[4096];
+volatile sig_atomic_t g_child_count = 0;
+
+void stop_children(int sig) {
+    for (sig_atomic_t i = 0; i < g_child_count; ++i) kill(g_children[i], SIGTERM);
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+/// A segment per pair, unlinked as soon as it exists: the processes reach it through the
+/// inherited descriptor, and no name is left in /dev/shm whatever way the program ends.
+UniqueFd make_segment(std::size_t bytes, int pair) {
+    const std::string name = "/cdsm-pairs-" + std::to_string(getpid()) + "-" + std::to_string(pair);
+    UniqueFd fd(shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600));
+    if (fd.get() < 0) throw_errno("shm_open " + name);
+    const int unlinked = shm_unlink(name.c_str());
+    if (unlinked != 0) throw_errno("shm_unlink " + name);
+    if (ftruncate(fd.get(), static_cast<off_t>(bytes)) != 0) throw_errno("ftruncate " + name);
+    return fd;
+}
+
+/// The body of process `index`. The higher-indexed partner verifies, so the first process (which
+/// also waits for the others) never waits for a partner that may have died.
+void run_task(int index, const std::vector<int>& partner, const std::vector<UniqueFd>& segments,
+              const Options& options, const StopRule& stop, Slot& slot) {
+    const int lower = std::min(index, partner[index]);
+    // At the start of a reservation `index` pages longer than the segment: mmap places new
+    // mappings top-down, so each process sees the segment at a different virtual address, as
+    // unrelated processes would.
+    const std::size_t bytes = PairRegion::bytes(options.data_pages);
+    const Mapping reservation = Mapping::anonymous(bytes + index * page_size(), false);
+    if (mmap(reservation.data(), bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+             segments[lower].get(), 0) == MAP_FAILED) {
+        throw_errno("mmap of the shared segment");
+    }
+    const PairRegion region(reservation.bytes().first(bytes));
+    const int side = index == lower ? 1 : 0;
+    slot.passes = region.sweep_until(side, stop);
+    region.publish(side, slot.passes);
+    if (side == 0) slot.wrong_words = region.verify();
+}
+
+int run(const Options& options, const std::string& program) {
+    if (options.tasks % 2 != 0) throw UsageError("--procs must be even");
+    const std::vector<int> partner = make_pairing(options.tasks, options.seed);
+    const PartnerGraph graph = pairing_graph(partner);
+    const std::vector<int> cpus = options.start.resolve(graph);
+    std::vector<UniqueFd> segments(options.tasks);
+    for (int i = 0; i < options.tasks; ++i) {
+        if (i < partner[i]) segments[i] = make_segment(PairRegion::bytes(options.data_pages), i);
+    }
+    const PerTaskPages<Slot> slots(options.tasks, true);
+    const auto start = Clock::now();
+    const StopRule stop = options.run.by_time()
+                              ? StopRule::at(after_seconds(start, options.run.seconds))
+                              : StopRule::after(options.run.iterations);
+    std::vector<pid_t> tids{getpid()};
+    const pid_t parent = getpid();
+    for (int i = 1; i < options.tasks; ++i) {
+        const pid_t pid = fork();
+        if (pid < 0) throw_errno("fork");
+        if (pid == 0) {
+            int code = kExitFailed;
+            try {
+                if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0) throw_errno("prctl(PR_SET_PDEATHSIG)");
+                if (getppid() == parent) {
+                    run_task(i, partner, segments, options, stop, slots[i]);
+                    code = kExitOk;
+                }
+            } catch (const std::exception& e) {
+                std::fprintf(stderr, "%s: error: process %d: %s\n", program.c_str(), i, e.what());
+            }
+            std::fflush(nullptr);
+            _exit(code);
+        }
+        tids.push_back(pid);
+        g_children[g_child_count] = pid;
+        g_child_count = g_child_count + 1;
+    }
+    signal(SIGINT, stop_children);
+    signal(SIGTERM, stop_children);
+
+    int failures = 0;
+    try {
+        for (std::size_t i = 0; i < cpus.size(); ++i) pin_task(tids[i], cpus[i]);
+        if (!options.truth.empty()) write_truth(options.truth, tids, graph);
+        run_task(0, partner, segments, options, stop, slots[0]);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "%s: error: %s\n", program.c_str(), e.what());
+        ++failures;
+        for (std::size_t i = 1; i < tids.size(); ++i) kill(tids[i], SIGTERM);
+    }
+    // A process that died leaves its partner waiting in verify(): stop everybody then.
+    for (int left = options.tasks - 1; left > 0; --left) {
+        int status = 0;
+        const pid_t pid = waitpid(-1, &status, 0);
+        if (pid < 0) throw_errno("waitpid");
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            if (failures++ == 0) {
+                std::fprintf(stderr, "%s: error: process %d failed (status 0x%x)\n",
+                             program.c_str(), pid, status);
+                for (std::size_t i = 1; i < tids.size(); ++i) kill(tids[i], SIGKILL);
+            }
+        }
+    }
+    std::uint64_t min_passes = UINT64_MAX, max_passes = 0;
+    std::size_t wrong = 0;
+    for (int i = 0; i < options.tasks; ++i) {
+        min_passes = std::min(min_passes, slots[i].passes);
+        max_passes = std::max(max_passes, slots[i].passes);
+        wrong += slots[i].wrong_words;
+    }
+    const bool ok = failures == 0 && wrong == 0;
+    std::printf("%s: %s: %d processes, passes per process %llu..%llu, wrong words %zu\n",
+                program.c_str(), ok ? "OK" : "FAILED", options.tasks,
+                static_cast<unsigned long long>(min_passes),
+                static_cast<unsigned long long>(max_passes), wrong);
+    return ok ? kExitOk : kExitFailed;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"Processes that share POSIX shared memory in known pairs (ground truth for cdsm).",
+                 "cdsm-pairs-procs"};
+    Options options;
+    app.add_option("--procs", options.tasks, "Number of processes (even, >= 4)")
+        ->check(CLI::Range(4, 4096))
+        ->capture_default_str();
+    app.add_option("--seed", options.seed, "Seed of the pairing")->capture_default_str();
+    app.add_option("--pages", options.data_pages, "Data pages each pair shares")
+        ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 16))
+        ->capture_default_str();
+    options.run.add_options(app);
+    app.add_option("--truth", options.truth, "Write the ground truth to FILE")->type_name("FILE");
+    options.start.add_options(app);
+    return run_workload(app, argc, argv, [&] { return run(options, app.get_name()); });
+}
