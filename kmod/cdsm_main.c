@@ -2,73 +2,84 @@
 /*
  * cdsm: communication detection through shared memory.
  *
- * Module entry: parameters, the /dev/cdsm control device, load and unload.
+ * Module entry: brings the pieces up in dependency order and down in
+ * reverse: probes go first on unload, so that nothing produces records
+ * while the worker and the applications are freed.
  */
-
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
-#include <linux/fs.h>
-#include <linux/miscdevice.h>
 #include <linux/module.h>
 
 #include <linux/cdsm.h>
 
-#define CDSM_VERSION "0.1.0"
+#include "cdsm_app.h"
+#include "cdsm_dev.h"
+#include "cdsm_fault.h"
+#include "cdsm_netlink.h"
+#include "cdsm_params.h"
+#include "cdsm_rearm.h"
+#include "cdsm_worker.h"
 
-/*
- * Memory block size, as a power of two: faults are recorded against
- * physical address >> block_shift. 8 (256 B) is the CDSM paper's choice;
- * 6 (64 B, a cache line) to 21 (2 MiB, a huge page) are accepted.
- */
-static unsigned int block_shift = 8;
-module_param(block_shift, uint, 0444);
-MODULE_PARM_DESC(block_shift,
-		 "log2 of the memory block size in bytes, 6..21 (default 8: 256 B)");
-
-static long cdsm_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
-{
-	switch (cmd) {
-	case CDSM_IOC_ABI_VERSION:
-		return CDSM_ABI_VERSION;
-	default:
-		return -ENOTTY;
-	}
-}
-
-static const struct file_operations cdsm_fops = {
-	.owner = THIS_MODULE,
-	.unlocked_ioctl = cdsm_ioctl,
-	.compat_ioctl = compat_ptr_ioctl,
-};
-
-static struct miscdevice cdsm_miscdev = {
-	.minor = MISC_DYNAMIC_MINOR,
-	.name = CDSM_DEVICE_NAME,
-	.fops = &cdsm_fops,
-	.mode = 0600,
-};
+#define CDSM_VERSION "0.2.0"
 
 static int __init cdsm_init(void)
 {
 	int err;
 
-	if (block_shift < 6 || block_shift > 21) {
-		pr_err("block_shift=%u is out of range 6..21\n", block_shift);
-		return -EINVAL;
-	}
-	err = misc_register(&cdsm_miscdev);
-	if (err) {
-		pr_err("cannot register /dev/%s: %d\n", CDSM_DEVICE_NAME, err);
+	err = cdsm_params_init();
+	if (err)
 		return err;
-	}
-	pr_info("version %s (ABI %d) loaded, block size %u B\n", CDSM_VERSION,
-		CDSM_ABI_VERSION, 1U << block_shift);
+	err = cdsm_rearm_init();
+	if (err)
+		return err;
+	err = cdsm_fault_init();
+	if (err)
+		return err;
+	err = cdsm_netlink_init();
+	if (err)
+		goto fail_netlink;
+	err = cdsm_worker_start();
+	if (err)
+		goto fail_worker;
+	err = cdsm_app_tracking_start();
+	if (err)
+		goto fail_tracking;
+	err = cdsm_fault_start();
+	if (err)
+		goto fail_fault;
+	err = cdsm_dev_init();
+	if (err)
+		goto fail_dev;
+	pr_info("version %s (ABI %d) loaded: block %u B, %u sharers, %u block entries, re-arm %u bp/s every %u ms%s\n",
+		CDSM_VERSION, CDSM_ABI_VERSION, 1U << cdsm_params.block_shift,
+		cdsm_params.nr_sharers, 1U << cdsm_params.hash_entries_log2,
+		cdsm_params.rearm_rate_bp, cdsm_params.rearm_period_ms,
+		cdsm_rearm_available() ? "" : " (re-arming unavailable)");
 	return 0;
+
+fail_dev:
+	cdsm_fault_stop();
+fail_fault:
+	cdsm_app_tracking_stop();
+fail_tracking:
+	cdsm_worker_stop();
+	cdsm_apps_free_all();
+fail_worker:
+	cdsm_netlink_exit();
+fail_netlink:
+	cdsm_fault_exit();
+	return err;
 }
 
 static void __exit cdsm_exit(void)
 {
-	misc_deregister(&cdsm_miscdev);
+	cdsm_dev_exit();
+	cdsm_fault_stop();
+	cdsm_app_tracking_stop();
+	cdsm_worker_stop();
+	cdsm_apps_free_all();
+	cdsm_netlink_exit();
+	cdsm_fault_exit();
 	pr_info("unloaded\n");
 }
 

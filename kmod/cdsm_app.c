@@ -1,0 +1,597 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * cdsm applications: tracking tasks through the sched_process_fork,
+ * sched_process_exit and cgroup_attach_task tracepoints (found with
+ * for_each_kernel_tracepoint(), as LTTng does), and by CDSM_IOC_TRACK.
+ *
+ * Tracepoint probes run in atomic context: they take only cdsm_lock and
+ * allocate only with GFP_NOWAIT (task records come from a spare chunk the
+ * worker keeps ready); a failure leaves the task out and is counted.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/cgroup.h>
+#include <linux/cred.h>
+#include <linux/pid.h>
+#include <linux/rcupdate.h>
+#include <linux/sched/signal.h>
+#include <linux/sched/task.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/timekeeping.h>
+#include <linux/tracepoint.h>
+
+#include "cdsm_app.h"
+#include "cdsm_netlink.h"
+#include "cdsm_stats.h"
+
+DEFINE_MUTEX(cdsm_apps_mutex);
+DEFINE_SPINLOCK(cdsm_lock);
+struct cdsm_app *cdsm_apps[CDSM_MAX_APPS];
+atomic_t cdsm_nr_live_tasks;
+atomic_t cdsm_nr_apps;
+
+static DEFINE_HASHTABLE(cdsm_task_hash, 10);
+static u8 cdsm_slot_gen[CDSM_MAX_APPS];
+static u32 cdsm_next_app_id = 1;
+
+static size_t cdsm_chunk_sz(void)
+{
+	return CDSM_TASK_CHUNK * sizeof(struct cdsm_task);
+}
+
+/**
+ * cdsm_task_lookup() - the tracked record of a live task.
+ * @p:	the task.
+ *
+ * Context: under rcu_read_lock() (or with preemption off), or cdsm_lock.
+ * Return: the record, or NULL if @p is not tracked.
+ */
+struct cdsm_task *cdsm_task_lookup(struct task_struct *p)
+{
+	struct cdsm_task *t;
+
+	hash_for_each_possible_rcu(cdsm_task_hash, t, hnode, (unsigned long)p)
+		if (t->task == p)
+			return t;
+	return NULL;
+}
+
+/**
+ * cdsm_app_task() - a task record by index.
+ * @app:	the application.
+ * @index:	below @app->nr_tasks.
+ *
+ * Return: the record.
+ */
+struct cdsm_task *cdsm_app_task(struct cdsm_app *app, u32 index)
+{
+	return &app->chunks[index / CDSM_TASK_CHUNK][index % CDSM_TASK_CHUNK];
+}
+
+/* Adds @p to @app. Context: cdsm_lock held. */
+static struct cdsm_task *cdsm_app_add_task(struct cdsm_app *app,
+					   struct task_struct *p)
+{
+	u32 idx = app->nr_tasks, c = idx / CDSM_TASK_CHUNK;
+	struct cdsm_task *t;
+
+	if (app->flags & CDSM_APP_UNTRACKED)
+		return NULL;
+	if (idx >= app->max_tasks) {
+		app->flags |= CDSM_APP_TRUNCATED;
+		return NULL;
+	}
+	if (!app->chunks[c]) {
+		app->chunks[c] = app->spare_chunk;
+		app->spare_chunk = NULL;
+		if (!app->chunks[c]) {
+			app->chunks[c] = kzalloc(cdsm_chunk_sz(), GFP_NOWAIT | __GFP_NOWARN);
+			if (!app->chunks[c]) {
+				cdsm_stat_add(CDSM_STAT_ALLOC_FAILURES, 1);
+				return NULL;
+			}
+			atomic64_add(cdsm_chunk_sz(), &app->kmem_bytes);
+		}
+	}
+	t = &app->chunks[c][idx % CDSM_TASK_CHUNK];
+	t->task = p;
+	t->tid = task_pid_nr(p);
+	t->tgid = task_tgid_nr(p);
+	t->index = idx;
+	t->sharer = cdsm_sharer(app->key, idx);
+	t->flags = thread_group_leader(p) ? CDSM_TASK_LEADER : 0;
+	t->rearm_next_addr = 0;
+	t->rearm_credit_mpages = 0;
+	t->arrival_ns = ktime_get_boottime_ns();
+	/* Unlocked, as the kernel's own tracepoints read comm. */
+	strscpy_pad(t->comm, p->comm, sizeof(t->comm));
+	if (!idx)
+		memcpy(app->comm, t->comm, sizeof(app->comm));
+	app->nr_tasks++;
+	app->nr_live++;
+	atomic_inc(&cdsm_nr_live_tasks);
+	hash_add_rcu(cdsm_task_hash, &t->hnode, (unsigned long)p);
+	cdsm_event_queue(CDSM_EVENT_TASK_JOINED, app->id, t);
+	return t;
+}
+
+/* Marks @t exited. Context: cdsm_lock held. */
+static void cdsm_app_exit_task(struct cdsm_app *app, struct cdsm_task *t)
+{
+	hash_del_rcu(&t->hnode);
+	t->flags |= CDSM_TASK_EXITED;
+	atomic_dec(&cdsm_nr_live_tasks);
+	cdsm_event_queue(CDSM_EVENT_TASK_EXITED, app->id, t);
+	if (--app->nr_live == 0) {
+		app->flags |= CDSM_APP_ENDED;
+		app->end_ns = ktime_get_boottime_ns();
+		cdsm_event_queue(CDSM_EVENT_APP_ENDED, app->id, NULL);
+	}
+}
+
+static struct cdsm_app *cdsm_app_of(const struct cdsm_task *t)
+{
+	return cdsm_apps[cdsm_sharer_app(t->sharer) & 0xff];
+}
+
+/* A new application in a free slot. Context: cdsm_lock held. */
+static struct cdsm_app *cdsm_app_create(u32 kind, struct task_struct *first,
+					struct cgroup *cgrp, gfp_t gfp)
+{
+	u32 max_tasks = READ_ONCE(cdsm_params.max_tasks);
+	u32 nr_chunks = DIV_ROUND_UP(max_tasks, CDSM_TASK_CHUNK);
+	struct cdsm_app *app;
+	int slot;
+
+	for (slot = 0; slot < CDSM_MAX_APPS; slot++)
+		if (!cdsm_apps[slot])
+			break;
+	if (slot == CDSM_MAX_APPS)
+		return ERR_PTR(-ENOSPC);
+	app = kzalloc(sizeof(*app), gfp | __GFP_NOWARN);
+	if (!app)
+		goto nomem;
+	app->chunks = kcalloc(nr_chunks, sizeof(*app->chunks), gfp | __GFP_NOWARN);
+	app->spare_chunk = kzalloc(cdsm_chunk_sz(), gfp | __GFP_NOWARN);
+	if (!app->chunks || !app->spare_chunk) {
+		kfree(app->chunks);
+		kfree(app->spare_chunk);
+		kfree(app);
+		goto nomem;
+	}
+	kref_init(&app->ref);
+	mutex_init(&app->mutex);
+	atomic64_set(&app->kmem_bytes, sizeof(*app) + nr_chunks * sizeof(*app->chunks) +
+		     cdsm_chunk_sz());
+	app->id = cdsm_next_app_id++;
+	app->slot = slot;
+	cdsm_slot_gen[slot]++;
+	app->key = slot | (u32)cdsm_slot_gen[slot] << 8;
+	app->kind = kind;
+	app->max_tasks = max_tasks;
+	app->cgrp = cgrp;
+	app->start_ns = ktime_get_boottime_ns();
+	if (first) {
+		app->uid = task_euid(first);
+		app->root_pid = task_tgid_nr(first);
+	} else {
+		app->uid = current_euid();
+	}
+	/* Publish the initialised application to the lockless worker. */
+	smp_store_release(&cdsm_apps[slot], app);
+	atomic_inc(&cdsm_nr_apps);
+	cdsm_event_queue(CDSM_EVENT_APP_STARTED, app->id, NULL);
+	return app;
+nomem:
+	cdsm_stat_add(CDSM_STAT_ALLOC_FAILURES, 1);
+	return ERR_PTR(-ENOMEM);
+}
+
+/* Adds every thread of @leader's process. Context: cdsm_lock, RCU. */
+static void cdsm_app_add_threads(struct cdsm_app *app, struct task_struct *leader)
+{
+	struct task_struct *t;
+
+	for_each_thread(leader, t)
+		if (!(t->flags & PF_EXITING) && !cdsm_task_lookup(t))
+			cdsm_app_add_task(app, t);
+}
+
+static bool cdsm_in_cgroup(struct task_struct *p, struct cgroup *cgrp)
+{
+	return cgroup_is_descendant(task_dfl_cgroup(p), cgrp);
+}
+
+/* Auto mode: a process that reached auto_threads threads. */
+static void cdsm_app_auto(struct task_struct *p)
+{
+	unsigned int min_threads = READ_ONCE(cdsm_params.auto_threads);
+	struct cdsm_app *app;
+
+	if (!min_threads || get_nr_threads(p) < min_threads || !p->mm)
+		return;
+	app = cdsm_app_create(CDSM_TRACK_AUTO, p->group_leader, NULL, GFP_NOWAIT);
+	if (!IS_ERR(app))
+		cdsm_app_add_threads(app, p->group_leader);
+}
+
+static void cdsm_probe_fork(void *data, struct task_struct *parent,
+			    struct task_struct *child)
+{
+	struct cdsm_task *pt;
+	struct cdsm_app *app;
+	int slot;
+
+	if (!atomic_read(&cdsm_nr_apps) && !READ_ONCE(cdsm_params.auto_threads))
+		return;
+	spin_lock(&cdsm_lock);
+	rcu_read_lock();
+	pt = cdsm_task_lookup(parent);
+	if (pt) {
+		cdsm_app_add_task(cdsm_app_of(pt), child);
+		goto out;
+	}
+	for (slot = 0; slot < CDSM_MAX_APPS; slot++) {
+		app = cdsm_apps[slot];
+		if (app && app->cgrp && cdsm_in_cgroup(child, app->cgrp)) {
+			cdsm_app_add_task(app, child);
+			goto out;
+		}
+	}
+	cdsm_app_auto(child);
+out:
+	rcu_read_unlock();
+	spin_unlock(&cdsm_lock);
+}
+
+static void cdsm_probe_exit(void *data, struct task_struct *p)
+{
+	struct cdsm_task *t;
+
+	if (!atomic_read(&cdsm_nr_live_tasks))
+		return;
+	spin_lock(&cdsm_lock);
+	t = cdsm_task_lookup(p);
+	if (t)
+		cdsm_app_exit_task(cdsm_app_of(t), t);
+	spin_unlock(&cdsm_lock);
+}
+
+/* A task moved into a cgroup: join a tracked cgroup's application. */
+static void cdsm_probe_attach(void *data, struct cgroup *dst, const char *path,
+			      struct task_struct *p, bool threadgroup)
+{
+	struct cdsm_app *app;
+	int slot;
+
+	if (!atomic_read(&cdsm_nr_apps))
+		return;
+	spin_lock(&cdsm_lock);
+	rcu_read_lock();
+	for (slot = 0; slot < CDSM_MAX_APPS; slot++) {
+		app = cdsm_apps[slot];
+		if (!app || !app->cgrp || !cgroup_is_descendant(dst, app->cgrp))
+			continue;
+		if (threadgroup)
+			cdsm_app_add_threads(app, p->group_leader);
+		else if (!cdsm_task_lookup(p) && !(p->flags & PF_EXITING))
+			cdsm_app_add_task(app, p);
+		break;
+	}
+	rcu_read_unlock();
+	spin_unlock(&cdsm_lock);
+}
+
+/**
+ * struct cdsm_tp - a tracepoint cdsm attaches to.
+ * @name:	its name.
+ * @probe:	the probe function.
+ * @tp:		the tracepoint, found at start.
+ * @registered:	the probe is registered.
+ */
+struct cdsm_tp {
+	const char *name;
+	void *probe;
+	struct tracepoint *tp;
+	bool registered;
+};
+
+static struct cdsm_tp cdsm_tps[] = {
+	{ .name = "sched_process_fork", .probe = cdsm_probe_fork },
+	{ .name = "sched_process_exit", .probe = cdsm_probe_exit },
+	{ .name = "cgroup_attach_task", .probe = cdsm_probe_attach },
+};
+
+static void cdsm_tp_find(struct tracepoint *tp, void *priv)
+{
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(cdsm_tps); i++)
+		if (!strcmp(tp->name, cdsm_tps[i].name))
+			cdsm_tps[i].tp = tp;
+}
+
+/**
+ * cdsm_app_tracking_start() - attach to the task lifecycle tracepoints.
+ *
+ * Return: 0, or an error after a message naming the tracepoint.
+ */
+int cdsm_app_tracking_start(void)
+{
+	int i, err;
+
+	for_each_kernel_tracepoint(cdsm_tp_find, NULL);
+	for (i = 0; i < ARRAY_SIZE(cdsm_tps); i++) {
+		if (!cdsm_tps[i].tp) {
+			pr_err("tracepoint %s not found\n", cdsm_tps[i].name);
+			err = -ENOENT;
+			goto fail;
+		}
+		err = tracepoint_probe_register(cdsm_tps[i].tp, cdsm_tps[i].probe, NULL);
+		if (err) {
+			pr_err("cannot attach to tracepoint %s: %d\n", cdsm_tps[i].name, err);
+			goto fail;
+		}
+		cdsm_tps[i].registered = true;
+	}
+	return 0;
+fail:
+	cdsm_app_tracking_stop();
+	return err;
+}
+
+/**
+ * cdsm_app_tracking_stop() - detach from the tracepoints and wait until no
+ * probe runs any more.
+ */
+void cdsm_app_tracking_stop(void)
+{
+	int i;
+
+	for (i = 0; i < ARRAY_SIZE(cdsm_tps); i++) {
+		if (cdsm_tps[i].registered)
+			tracepoint_probe_unregister(cdsm_tps[i].tp, cdsm_tps[i].probe, NULL);
+		cdsm_tps[i].registered = false;
+	}
+	tracepoint_synchronize_unregister();
+}
+
+static bool cdsm_descends_from(struct task_struct *p, struct task_struct *root)
+{
+	for (; p && p->pid; p = rcu_dereference(p->real_parent)) {
+		if (p->tgid == root->tgid)
+			return true;
+		if (p == p->real_parent)
+			break;
+	}
+	return false;
+}
+
+/**
+ * cdsm_app_track_pid() - track a process tree.
+ * @pid:	the process, in the caller's pid namespace.
+ * @app_id:	out: the new application.
+ *
+ * The process, its threads and its descendants join now, and every task
+ * they create later.
+ *
+ * Return: 0, -ENOENT (no such process), -EEXIST (already tracked),
+ * -ENOSPC (no free slot) or -ENOMEM.
+ */
+int cdsm_app_track_pid(pid_t pid, u32 *app_id)
+{
+	struct task_struct *root, *g, *t;
+	struct cdsm_app *app;
+	int err = 0;
+
+	rcu_read_lock();
+	root = pid_task(find_vpid(pid), PIDTYPE_PID);
+	if (root)
+		get_task_struct(root);
+	rcu_read_unlock();
+	if (!root)
+		return -ENOENT;
+	mutex_lock(&cdsm_apps_mutex);
+	spin_lock(&cdsm_lock);
+	rcu_read_lock();
+	if (cdsm_task_lookup(root)) {
+		err = -EEXIST;
+		goto out;
+	}
+	if (root->flags & PF_EXITING || !root->mm) {
+		err = -ENOENT;
+		goto out;
+	}
+	app = cdsm_app_create(CDSM_TRACK_PID, root, NULL, GFP_ATOMIC);
+	if (IS_ERR(app)) {
+		err = PTR_ERR(app);
+		goto out;
+	}
+	app->root_pid = pid;
+	cdsm_app_add_threads(app, root->group_leader);
+	for_each_process_thread(g, t)
+		if (!cdsm_task_lookup(t) && !(t->flags & PF_EXITING) &&
+		    cdsm_descends_from(t, root))
+			cdsm_app_add_task(app, t);
+	*app_id = app->id;
+out:
+	rcu_read_unlock();
+	spin_unlock(&cdsm_lock);
+	mutex_unlock(&cdsm_apps_mutex);
+	put_task_struct(root);
+	return err;
+}
+
+/**
+ * cdsm_app_track_cgroup() - track a cgroup v2 directory.
+ * @path:	path relative to the cgroup2 root.
+ * @app_id:	out: the new application.
+ *
+ * Every task in the cgroup or below joins now, and every task that enters
+ * it later (by fork or by moving in).
+ *
+ * Return: 0, -ENOENT (no such cgroup), -ENOSPC or -ENOMEM.
+ */
+int cdsm_app_track_cgroup(const char *path, u32 *app_id)
+{
+	struct task_struct *g, *t;
+	struct cdsm_app *app;
+	struct cgroup *cgrp;
+	int err = 0;
+
+	cgrp = cgroup_get_from_path(path);
+	if (IS_ERR(cgrp))
+		return -ENOENT;
+	mutex_lock(&cdsm_apps_mutex);
+	spin_lock(&cdsm_lock);
+	rcu_read_lock();
+	app = cdsm_app_create(CDSM_TRACK_CGROUP, NULL, cgrp, GFP_ATOMIC);
+	if (IS_ERR(app)) {
+		err = PTR_ERR(app);
+		cgroup_put(cgrp);
+		goto out;
+	}
+	for_each_process_thread(g, t)
+		if (!cdsm_task_lookup(t) && !(t->flags & PF_EXITING) && t->mm &&
+		    cdsm_in_cgroup(t, cgrp))
+			cdsm_app_add_task(app, t);
+	*app_id = app->id;
+out:
+	rcu_read_unlock();
+	spin_unlock(&cdsm_lock);
+	mutex_unlock(&cdsm_apps_mutex);
+	return err;
+}
+
+/**
+ * cdsm_app_get() - find an application and take a reference.
+ * @id:	its id.
+ *
+ * Return: the application, or NULL.
+ */
+struct cdsm_app *cdsm_app_get(u32 id)
+{
+	struct cdsm_app *app = NULL;
+	int slot;
+
+	spin_lock(&cdsm_lock);
+	for (slot = 0; slot < CDSM_MAX_APPS; slot++) {
+		if (cdsm_apps[slot] && cdsm_apps[slot]->id == id) {
+			app = cdsm_apps[slot];
+			kref_get(&app->ref);
+			break;
+		}
+	}
+	spin_unlock(&cdsm_lock);
+	return app;
+}
+
+static void cdsm_app_free(struct kref *ref)
+{
+	struct cdsm_app *app = container_of(ref, struct cdsm_app, ref);
+	u32 c;
+
+	for (c = 0; c < DIV_ROUND_UP(app->max_tasks, CDSM_TASK_CHUNK); c++)
+		kfree(app->chunks[c]);
+	kfree(app->chunks);
+	kfree(app->spare_chunk);
+	kvfree(app->matrix.cells);
+	if (app->cgrp)
+		cgroup_put(app->cgrp);
+	kfree(app);
+}
+
+/**
+ * cdsm_app_put() - drop a reference from cdsm_app_get().
+ * @app:	the application.
+ */
+void cdsm_app_put(struct cdsm_app *app)
+{
+	kref_put(&app->ref, cdsm_app_free);
+}
+
+/**
+ * cdsm_app_untrack() - stop tracking: no task joins any more, and the live
+ * tasks are no longer recorded; the data stays readable.
+ * @app:	the application.
+ *
+ * Return: 0.
+ */
+int cdsm_app_untrack(struct cdsm_app *app)
+{
+	u32 i;
+
+	spin_lock(&cdsm_lock);
+	for (i = 0; i < app->nr_tasks; i++) {
+		struct cdsm_task *t = cdsm_app_task(app, i);
+
+		if (!(t->flags & CDSM_TASK_EXITED))
+			cdsm_app_exit_task(app, t);
+	}
+	app->flags |= CDSM_APP_UNTRACKED;
+	spin_unlock(&cdsm_lock);
+	return 0;
+}
+
+/**
+ * cdsm_app_remove() - untrack an application, free its slot and drop the
+ * slot's reference once no fault probe can see its tasks.
+ * @app:	the application, in a slot.
+ *
+ * Context: cdsm_apps_mutex held; sleeps.
+ */
+void cdsm_app_remove(struct cdsm_app *app)
+{
+	cdsm_app_untrack(app);
+	spin_lock(&cdsm_lock);
+	WRITE_ONCE(cdsm_apps[app->slot], NULL);
+	atomic_dec(&cdsm_nr_apps);
+	spin_unlock(&cdsm_lock);
+	synchronize_rcu();
+	cdsm_app_put(app);
+}
+
+/**
+ * cdsm_apps_free_all() - remove every application (unload).
+ */
+void cdsm_apps_free_all(void)
+{
+	int slot;
+
+	mutex_lock(&cdsm_apps_mutex);
+	for (slot = 0; slot < CDSM_MAX_APPS; slot++)
+		if (cdsm_apps[slot])
+			cdsm_app_remove(cdsm_apps[slot]);
+	mutex_unlock(&cdsm_apps_mutex);
+}
+
+/**
+ * cdsm_app_refill() - keep a spare chunk of task records ready for atomic
+ * context.
+ * @app:	the application.
+ *
+ * Context: process context, may sleep.
+ * Return: 0 or -ENOMEM (counted).
+ */
+int cdsm_app_refill(struct cdsm_app *app)
+{
+	struct cdsm_task *chunk;
+
+	if (READ_ONCE(app->spare_chunk) || app->flags & CDSM_APP_UNTRACKED)
+		return 0;
+	chunk = kzalloc(cdsm_chunk_sz(), GFP_KERNEL | __GFP_NOWARN);
+	if (!chunk) {
+		cdsm_stat_add(CDSM_STAT_ALLOC_FAILURES, 1);
+		return -ENOMEM;
+	}
+	spin_lock(&cdsm_lock);
+	if (!app->spare_chunk) {
+		app->spare_chunk = chunk;
+		chunk = NULL;
+		atomic64_add(cdsm_chunk_sz(), &app->kmem_bytes);
+	}
+	spin_unlock(&cdsm_lock);
+	kfree(chunk);
+	return 0;
+}

@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * cdsm applications and their tasks: which tasks are tracked, in which
+ * application, at which matrix index. Tasks join from the fork tracepoint
+ * (atomic context) and from CDSM_IOC_TRACK; the fault path finds the current
+ * task with cdsm_task_lookup() under RCU.
+ */
+#ifndef _CDSM_APP_H
+#define _CDSM_APP_H
+
+#include <linux/hashtable.h>
+#include <linux/kref.h>
+#include <linux/mutex.h>
+#include <linux/sched.h>
+#include <linux/types.h>
+#include <linux/uidgid.h>
+
+#include "cdsm_core.h"
+#include "cdsm_params.h"
+
+/* Internal task flag: the first tracked task of its process (re-arming). */
+#define CDSM_TASK_LEADER (1U << 31)
+
+/* Task records are allocated in chunks of this many. */
+#define CDSM_TASK_CHUNK 64
+
+/**
+ * struct cdsm_task - a task of an application.
+ * @hnode:		in the task hash while the task lives.
+ * @task:		the task; compared, never dereferenced once it exited.
+ * @tid:		thread id.
+ * @tgid:		process id.
+ * @index:		dense index in the application (its matrix row).
+ * @sharer:		cdsm_sharer() of the application and @index.
+ * @flags:		CDSM_TASK_*.
+ * @arrival_ns:		when it joined (CLOCK_BOOTTIME).
+ * @comm:		command name when it joined.
+ * @rearm_next_addr:	first address of the next re-arming walk of its
+ *			process (used on the first task of each process).
+ * @rearm_credit_mpages: re-arming budget not yet spent, in 1/1000 pages;
+ *			negative after a step armed more than its budget.
+ */
+struct cdsm_task {
+	struct hlist_node hnode;
+	struct task_struct *task;
+	pid_t tid;
+	pid_t tgid;
+	u32 index;
+	u32 sharer;
+	u32 flags;
+	u64 arrival_ns;
+	char comm[TASK_COMM_LEN];
+	unsigned long rearm_next_addr;
+	s64 rearm_credit_mpages;
+};
+
+/**
+ * struct cdsm_app - an application: its tasks and its matrix.
+ * @ref:		references: its slot, and readers copying it out.
+ * @id:			user-visible id, never reused while loaded.
+ * @key:		slot | generation << 8, in the sharer ids.
+ * @slot:		index in the application table.
+ * @kind:		enum cdsm_track_kind.
+ * @flags:		CDSM_APP_*, under cdsm_lock.
+ * @root_pid:		the tracked process, 0 for a cgroup.
+ * @uid:		effective uid of the first task.
+ * @cgrp:		the tracked cgroup (a reference), or NULL.
+ * @start_ns:		creation time.
+ * @end_ns:		when the last task exited, 0 while running.
+ * @nr_tasks:		tasks joined, under cdsm_lock.
+ * @nr_live:		tasks not exited, under cdsm_lock.
+ * @max_tasks:		limit of @nr_tasks, max_tasks when created.
+ * @chunks:		@max_tasks / CDSM_TASK_CHUNK pointers to task records.
+ * @spare_chunk:	a chunk kept ready for atomic context, refilled by the worker.
+ * @comm:		command name of the first task.
+ * @mutex:		protects @matrix and @events.
+ * @matrix:		communication events, @matrix.dim >= @nr_tasks after the worker grew it.
+ * @events:		communication events counted.
+ * @rearm_pages:	pages re-armed (worker only).
+ * @rearm_task:		index of the task whose process is re-armed next (worker only).
+ * @kmem_bytes:		memory of chunks and matrix.
+ */
+struct cdsm_app {
+	struct kref ref;
+	u32 id;
+	u32 key;
+	u32 slot;
+	u32 kind;
+	u32 flags;
+	pid_t root_pid;
+	kuid_t uid;
+	struct cgroup *cgrp;
+	u64 start_ns;
+	u64 end_ns;
+	u32 nr_tasks;
+	u32 nr_live;
+	u32 max_tasks;
+	struct cdsm_task **chunks;
+	struct cdsm_task *spare_chunk;
+	char comm[TASK_COMM_LEN];
+	struct mutex mutex;
+	struct cdsm_matrix matrix;
+	u64 events;
+	u64 rearm_pages;
+	u32 rearm_task;
+	atomic64_t kmem_bytes;
+};
+
+/* Serialises creation and removal of applications with the worker. */
+extern struct mutex cdsm_apps_mutex;
+/* Protects task membership, the task hash and the application table. */
+extern spinlock_t cdsm_lock;
+/* The application table; a slot changes under both locks above. */
+extern struct cdsm_app *cdsm_apps[CDSM_MAX_APPS];
+/* Number of tasks in the task hash: the fault path's first check. */
+extern atomic_t cdsm_nr_live_tasks;
+/* Number of applications in the table. */
+extern atomic_t cdsm_nr_apps;
+
+int cdsm_app_tracking_start(void);
+void cdsm_app_tracking_stop(void);
+void cdsm_apps_free_all(void);
+
+struct cdsm_task *cdsm_task_lookup(struct task_struct *p);
+struct cdsm_task *cdsm_app_task(struct cdsm_app *app, u32 index);
+
+int cdsm_app_track_pid(pid_t pid, u32 *app_id);
+int cdsm_app_track_cgroup(const char *path, u32 *app_id);
+struct cdsm_app *cdsm_app_get(u32 id);
+void cdsm_app_put(struct cdsm_app *app);
+int cdsm_app_untrack(struct cdsm_app *app);
+void cdsm_app_remove(struct cdsm_app *app);
+int cdsm_app_refill(struct cdsm_app *app);
+
+#endif /* _CDSM_APP_H */

@@ -1,0 +1,423 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * cdsm control device. Every argument starts with its size: smaller than
+ * the first version is -EINVAL, larger with non-zero unknown bytes is -E2BIG
+ * (copy_struct_from_user()). Everything copied out is built in zeroed
+ * memory, so no kernel memory leaks through padding or short fills.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/capability.h>
+#include <linux/cred.h>
+#include <linux/fs.h>
+#include <linux/miscdevice.h>
+#include <linux/module.h>
+#include <linux/slab.h>
+#include <linux/string.h>
+#include <linux/timekeeping.h>
+#include <linux/uaccess.h>
+#include <linux/vmalloc.h>
+
+#include "cdsm_app.h"
+#include "cdsm_dev.h"
+#include "cdsm_fault.h"
+#include "cdsm_params.h"
+#include "cdsm_rearm.h"
+#include "cdsm_stats.h"
+#include "cdsm_worker.h"
+
+/* Copies in an argument of @ksize bytes; returns the caller's size or an error. */
+static long cdsm_arg_in(void *karg, size_t ksize, void __user *uarg)
+{
+	u32 usize;
+	int err;
+
+	if (get_user(usize, (u32 __user *)uarg))
+		return -EFAULT;
+	/* Only one version of each argument exists so far: it is the minimum. */
+	if (usize < ksize)
+		return -EINVAL;
+	err = copy_struct_from_user(karg, ksize, uarg, usize);
+	if (err)
+		return err;
+	*(u32 *)karg = ksize;
+	return usize;
+}
+
+static long cdsm_arg_out(void __user *uarg, const void *karg, size_t ksize)
+{
+	return copy_to_user(uarg, karg, ksize) ? -EFAULT : 0;
+}
+
+static bool cdsm_may_read(const struct cdsm_app *app)
+{
+	return capable(CAP_SYS_ADMIN) || uid_eq(current_euid(), app->uid);
+}
+
+/* Finds an application the caller may read; -ENOENT or -EPERM otherwise. */
+static struct cdsm_app *cdsm_app_get_readable(u32 id)
+{
+	struct cdsm_app *app = cdsm_app_get(id);
+
+	if (!app)
+		return ERR_PTR(-ENOENT);
+	if (!cdsm_may_read(app)) {
+		cdsm_app_put(app);
+		return ERR_PTR(-EPERM);
+	}
+	return app;
+}
+
+static void cdsm_fill_app_info(struct cdsm_app_info *info, struct cdsm_app *app)
+{
+	info->app_id = app->id;
+	info->kind = app->kind;
+	info->flags = app->flags;
+	info->nr_tasks = app->nr_tasks;
+	info->nr_live_tasks = app->nr_live;
+	info->matrix_dim = app->matrix.dim;
+	info->root_pid = app->root_pid;
+	info->uid = from_kuid_munged(current_user_ns(), app->uid);
+	info->start_ns = app->start_ns;
+	info->end_ns = app->end_ns;
+	info->events = app->events;
+	info->rearm_pages = app->rearm_pages;
+	info->kmem_bytes = atomic64_read(&app->kmem_bytes);
+	memcpy(info->comm, app->comm, sizeof(info->comm));
+}
+
+static long cdsm_ioc_list_apps(void __user *uarg)
+{
+	struct cdsm_list_apps a;
+	struct cdsm_app_info *infos;
+	u32 n = 0;
+	long err;
+	int slot;
+
+	err = cdsm_arg_in(&a, sizeof(a), uarg);
+	if (err < 0)
+		return err;
+	if (a.pad)
+		return -EINVAL;
+	infos = kcalloc(CDSM_MAX_APPS, sizeof(*infos), GFP_KERNEL);
+	if (!infos)
+		return -ENOMEM;
+	spin_lock(&cdsm_lock);
+	for (slot = 0; slot < CDSM_MAX_APPS; slot++)
+		if (cdsm_apps[slot] && cdsm_may_read(cdsm_apps[slot]))
+			cdsm_fill_app_info(&infos[n++], cdsm_apps[slot]);
+	spin_unlock(&cdsm_lock);
+	a.count = n;
+	if (copy_to_user(u64_to_user_ptr(a.apps_ptr), infos,
+			 min(n, a.capacity) * sizeof(*infos)))
+		err = -EFAULT;
+	else
+		err = cdsm_arg_out(uarg, &a, sizeof(a));
+	kfree(infos);
+	return err;
+}
+
+static long cdsm_ioc_get_tasks(void __user *uarg)
+{
+	struct cdsm_task_info *infos = NULL;
+	struct cdsm_get_tasks a;
+	struct cdsm_app *app;
+	u32 i, n;
+	long err;
+
+	err = cdsm_arg_in(&a, sizeof(a), uarg);
+	if (err < 0)
+		return err;
+	app = cdsm_app_get_readable(a.app_id);
+	if (IS_ERR(app))
+		return PTR_ERR(app);
+	/* nr_tasks only grows, and records never move: fill up to n. */
+	n = min(READ_ONCE(app->nr_tasks), a.capacity);
+	if (n) {
+		infos = kvcalloc(n, sizeof(*infos), GFP_KERNEL);
+		if (!infos) {
+			err = -ENOMEM;
+			goto out;
+		}
+	}
+	spin_lock(&cdsm_lock);
+	a.count = app->nr_tasks;
+	for (i = 0; i < n; i++) {
+		struct cdsm_task *t = cdsm_app_task(app, i);
+
+		infos[i].tid = t->tid;
+		infos[i].tgid = t->tgid;
+		infos[i].index = t->index;
+		infos[i].flags = t->flags & CDSM_TASK_EXITED;
+		infos[i].arrival_ns = t->arrival_ns;
+		memcpy(infos[i].comm, t->comm, sizeof(infos[i].comm));
+	}
+	spin_unlock(&cdsm_lock);
+	if (n && copy_to_user(u64_to_user_ptr(a.tasks_ptr), infos, n * sizeof(*infos)))
+		err = -EFAULT;
+	else
+		err = cdsm_arg_out(uarg, &a, sizeof(a));
+	kvfree(infos);
+out:
+	cdsm_app_put(app);
+	return err;
+}
+
+static long cdsm_ioc_get_matrix(void __user *uarg)
+{
+	struct cdsm_get_matrix a;
+	struct cdsm_app *app;
+	u32 *cells = NULL, dim, rows, i;
+	long err;
+
+	err = cdsm_arg_in(&a, sizeof(a), uarg);
+	if (err < 0)
+		return err;
+	app = cdsm_app_get_readable(a.app_id);
+	if (IS_ERR(app))
+		return PTR_ERR(app);
+	dim = READ_ONCE(app->nr_tasks);
+	if (dim > a.capacity) {
+		a.dim = dim;
+		err = cdsm_arg_out(uarg, &a, sizeof(a));
+		err = err ?: -ENOSPC;
+		goto out;
+	}
+	if (dim) {
+		cells = kvzalloc(cdsm_matrix_mem_sz(dim), GFP_KERNEL);
+		if (!cells) {
+			err = -ENOMEM;
+			goto out;
+		}
+	}
+	mutex_lock(&app->mutex);
+	rows = min(dim, app->matrix.dim);
+	for (i = 0; i < rows; i++)
+		memcpy(cells + (size_t)i * dim, app->matrix.cells + (size_t)i * app->matrix.dim,
+		       rows * sizeof(u32));
+	a.events = app->events;
+	a.snapshot_ns = ktime_get_boottime_ns();
+	mutex_unlock(&app->mutex);
+	a.dim = dim;
+	if (dim && copy_to_user(u64_to_user_ptr(a.cells_ptr), cells, cdsm_matrix_mem_sz(dim)))
+		err = -EFAULT;
+	else
+		err = cdsm_arg_out(uarg, &a, sizeof(a));
+	kvfree(cells);
+out:
+	cdsm_app_put(app);
+	return err;
+}
+
+static long cdsm_ioc_app_op(unsigned int nr, void __user *uarg)
+{
+	struct cdsm_app_op a;
+	struct cdsm_app *app;
+	long err;
+
+	err = cdsm_arg_in(&a, sizeof(a), uarg);
+	if (err < 0)
+		return err;
+	app = cdsm_app_get(a.app_id);
+	if (!app)
+		return -ENOENT;
+	err = 0;
+	switch (nr) {
+	case _IOC_NR(CDSM_IOC_AGE):
+		mutex_lock(&app->mutex);
+		cdsm_matrix_age(&app->matrix);
+		mutex_unlock(&app->mutex);
+		break;
+	case _IOC_NR(CDSM_IOC_RESET):
+		mutex_lock(&app->mutex);
+		if (app->matrix.cells)
+			memset(app->matrix.cells, 0, cdsm_matrix_mem_sz(app->matrix.dim));
+		app->events = 0;
+		mutex_unlock(&app->mutex);
+		break;
+	case _IOC_NR(CDSM_IOC_UNTRACK):
+		cdsm_app_untrack(app);
+		break;
+	case _IOC_NR(CDSM_IOC_RELEASE):
+		mutex_lock(&cdsm_apps_mutex);
+		if (READ_ONCE(cdsm_apps[app->slot]) == app)
+			cdsm_app_remove(app);
+		else
+			err = -ENOENT;
+		mutex_unlock(&cdsm_apps_mutex);
+		break;
+	}
+	cdsm_app_put(app);
+	return err;
+}
+
+static long cdsm_ioc_track(void __user *uarg)
+{
+	struct cdsm_track a;
+	char *path;
+	long err;
+
+	err = cdsm_arg_in(&a, sizeof(a), uarg);
+	if (err < 0)
+		return err;
+	if (a.pad)
+		return -EINVAL;
+	switch (a.kind) {
+	case CDSM_TRACK_PID:
+		if (a.pid <= 0)
+			return -EINVAL;
+		err = cdsm_app_track_pid(a.pid, &a.app_id);
+		break;
+	case CDSM_TRACK_CGROUP:
+		if (!a.path_len || a.path_len >= PATH_MAX)
+			return -EINVAL;
+		path = memdup_user_nul(u64_to_user_ptr(a.path_ptr), a.path_len);
+		if (IS_ERR(path))
+			return PTR_ERR(path);
+		err = strlen(path) == a.path_len ? cdsm_app_track_cgroup(path, &a.app_id) :
+						   -EINVAL;
+		kfree(path);
+		break;
+	default:
+		return -EINVAL;
+	}
+	return err ?: cdsm_arg_out(uarg, &a, sizeof(a));
+}
+
+static long cdsm_ioc_params(unsigned int nr, void __user *uarg)
+{
+	struct cdsm_params p;
+	long err;
+
+	err = cdsm_arg_in(&p, sizeof(p), uarg);
+	if (err < 0)
+		return err;
+	if (nr == _IOC_NR(CDSM_IOC_SET_PARAMS))
+		return cdsm_params_set(&p);
+	cdsm_params_get(&p);
+	return cdsm_arg_out(uarg, &p, sizeof(p));
+}
+
+static long cdsm_ioc_counters(void __user *uarg)
+{
+	struct cdsm_counters c;
+	u64 kmem = cdsm_worker_mem_sz() + cdsm_fault_mem_sz();
+	long err;
+	int slot;
+
+	err = cdsm_arg_in(&c, sizeof(c), uarg);
+	if (err < 0)
+		return err;
+	memset(&c, 0, sizeof(c));
+	c.size = sizeof(c);
+	if (cdsm_rearm_numa_normal())
+		c.status |= CDSM_STATUS_NUMA_BALANCING_NORMAL;
+	if (cdsm_rearm_available())
+		c.status |= CDSM_STATUS_REARM_AVAILABLE;
+	c.faults = cdsm_stat_sum(CDSM_STAT_FAULTS);
+	c.tracked_faults = cdsm_stat_sum(CDSM_STAT_TRACKED_FAULTS);
+	c.comm_events = cdsm_stat_sum(CDSM_STAT_COMM_EVENTS);
+	c.rearm_armed = cdsm_stat_sum(CDSM_STAT_REARM_ARMED);
+	c.rearm_taken = cdsm_stat_sum(CDSM_STAT_REARM_TAKEN);
+	c.dropped = cdsm_stat_sum(CDSM_STAT_DROPPED) + cdsm_fault_missed();
+	c.evictions = cdsm_worker_evictions();
+	c.alloc_failures = cdsm_stat_sum(CDSM_STAT_ALLOC_FAILURES);
+	c.events_lost = cdsm_stat_sum(CDSM_STAT_EVENTS_LOST);
+	spin_lock(&cdsm_lock);
+	for (slot = 0; slot < CDSM_MAX_APPS; slot++) {
+		if (!cdsm_apps[slot])
+			continue;
+		c.apps++;
+		c.tasks += cdsm_apps[slot]->nr_tasks;
+		kmem += atomic64_read(&cdsm_apps[slot]->kmem_bytes);
+	}
+	spin_unlock(&cdsm_lock);
+	c.kmem_bytes = kmem;
+	return cdsm_arg_out(uarg, &c, sizeof(c));
+}
+
+static bool cdsm_is_control(unsigned int nr)
+{
+	switch (nr) {
+	case _IOC_NR(CDSM_IOC_AGE):
+	case _IOC_NR(CDSM_IOC_RESET):
+	case _IOC_NR(CDSM_IOC_RELEASE):
+	case _IOC_NR(CDSM_IOC_TRACK):
+	case _IOC_NR(CDSM_IOC_UNTRACK):
+	case _IOC_NR(CDSM_IOC_SET_PARAMS):
+		return true;
+	default:
+		return false;
+	}
+}
+
+static long cdsm_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	void __user *uarg = (void __user *)arg;
+	unsigned int nr = _IOC_NR(cmd);
+
+	/* Dispatch on the number only: the size field versions the argument. */
+	if (_IOC_TYPE(cmd) != CDSM_IOC_MAGIC)
+		return -ENOTTY;
+	if (cdsm_is_control(nr) && !capable(CAP_SYS_ADMIN))
+		return -EPERM;
+	switch (nr) {
+	case _IOC_NR(CDSM_IOC_ABI_VERSION):
+		return CDSM_ABI_VERSION;
+	case _IOC_NR(CDSM_IOC_LIST_APPS):
+		return cdsm_ioc_list_apps(uarg);
+	case _IOC_NR(CDSM_IOC_GET_TASKS):
+		return cdsm_ioc_get_tasks(uarg);
+	case _IOC_NR(CDSM_IOC_GET_MATRIX):
+		return cdsm_ioc_get_matrix(uarg);
+	case _IOC_NR(CDSM_IOC_AGE):
+	case _IOC_NR(CDSM_IOC_RESET):
+	case _IOC_NR(CDSM_IOC_RELEASE):
+	case _IOC_NR(CDSM_IOC_UNTRACK):
+		return cdsm_ioc_app_op(nr, uarg);
+	case _IOC_NR(CDSM_IOC_TRACK):
+		return cdsm_ioc_track(uarg);
+	case _IOC_NR(CDSM_IOC_GET_PARAMS):
+	case _IOC_NR(CDSM_IOC_SET_PARAMS):
+		return cdsm_ioc_params(nr, uarg);
+	case _IOC_NR(CDSM_IOC_GET_COUNTERS):
+		return cdsm_ioc_counters(uarg);
+	default:
+		return -ENOTTY;
+	}
+}
+
+static const struct file_operations cdsm_fops = {
+	.owner = THIS_MODULE,
+	.unlocked_ioctl = cdsm_ioctl,
+	.compat_ioctl = compat_ptr_ioctl,
+};
+
+static struct miscdevice cdsm_miscdev = {
+	.minor = MISC_DYNAMIC_MINOR,
+	.name = CDSM_DEVICE_NAME,
+	.fops = &cdsm_fops,
+	.mode = 0600,
+};
+
+/**
+ * cdsm_dev_init() - create /dev/cdsm.
+ *
+ * Return: 0 or the error of misc_register().
+ */
+int cdsm_dev_init(void)
+{
+	int err = misc_register(&cdsm_miscdev);
+
+	if (err)
+		pr_err("cannot register /dev/%s: %d\n", CDSM_DEVICE_NAME, err);
+	return err;
+}
+
+/**
+ * cdsm_dev_exit() - remove /dev/cdsm.
+ */
+void cdsm_dev_exit(void)
+{
+	misc_deregister(&cdsm_miscdev);
+}

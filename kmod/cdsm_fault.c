@@ -1,0 +1,297 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * cdsm fault source. The kretprobe on handle_mm_fault() sees every user
+ * page fault, hinting faults of NUMA balancing included:
+ *
+ * - at entry, it skips (no return probe armed) unless the current task is
+ *   tracked and the fault is on its own mm (GUP on another process comes
+ *   through here too); it notes whether the PTE is PROT_NONE, i.e. a
+ *   hinting fault;
+ * - at return, if the fault succeeded, it finds the PFN with a lockless
+ *   page-table walk (interrupts off, as GUP-fast does: page tables are not
+ *   freed under it) and pushes (task, physical address) into this CPU's
+ *   single-producer ring. A full ring drops the record and counts it.
+ *
+ * Nothing here sleeps, allocates or takes a lock other than RCU.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/kprobes.h>
+#include <linux/mm.h>
+#include <linux/pgtable.h>
+#include <linux/ptrace.h>
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+
+#include "cdsm_app.h"
+#include "cdsm_fault.h"
+#include "cdsm_stats.h"
+
+/**
+ * struct cdsm_ring - a CPU's records: produced by the fault probe on that
+ * CPU (preemption off), consumed by the worker.
+ * @head:	next record to write, written by the producer only.
+ * @tail:	next record to read, written by the consumer only.
+ * @rec:	the records.
+ */
+struct cdsm_ring {
+	u32 head;
+	u32 tail;
+	struct cdsm_fault_rec rec[CDSM_RING_LEN];
+};
+
+static struct cdsm_ring **cdsm_rings;
+
+/**
+ * struct cdsm_fault_data - kretprobe instance data, entry to return.
+ * @address:	the faulting user address.
+ * @sharer:	the tracked task.
+ */
+struct cdsm_fault_data {
+	unsigned long address;
+	u32 sharer;
+};
+
+/*
+ * Finds the PTE (or huge PMD/PUD) mapping @addr. Context: interrupts off,
+ * so that the page tables cannot be freed under the walk.
+ */
+static bool cdsm_walk(struct mm_struct *mm, unsigned long addr,
+		      unsigned long *pfn, bool *protnone)
+{
+	pgd_t *pgdp = pgd_offset(mm, addr), pgd = READ_ONCE(*pgdp);
+	p4d_t *p4dp, p4d;
+	pud_t *pudp, pud;
+	pmd_t *pmdp, pmd;
+	pte_t pte;
+
+	if (pgd_none(pgd) || pgd_bad(pgd))
+		return false;
+	p4dp = p4d_offset(pgdp, addr);
+	p4d = READ_ONCE(*p4dp);
+	if (p4d_none(p4d) || p4d_bad(p4d))
+		return false;
+	pudp = pud_offset(p4dp, addr);
+	pud = READ_ONCE(*pudp);
+	if (pud_none(pud))
+		return false;
+	if (pud_leaf(pud)) {
+		if (!pud_present(pud))
+			return false;
+		*pfn = pud_pfn(pud) + ((addr & ~PUD_MASK) >> PAGE_SHIFT);
+		*protnone = false;
+		return true;
+	}
+	if (pud_bad(pud))
+		return false;
+	pmdp = pmd_offset(pudp, addr);
+	pmd = READ_ONCE(*pmdp);
+	if (pmd_none(pmd))
+		return false;
+	if (pmd_leaf(pmd)) {
+		if (!pmd_present(pmd))
+			return false;
+		*pfn = pmd_pfn(pmd) + ((addr & ~PMD_MASK) >> PAGE_SHIFT);
+		*protnone = pmd_protnone(pmd);
+		return true;
+	}
+	if (pmd_bad(pmd))
+		return false;
+	pte = READ_ONCE(*((pte_t *)pmd_page_vaddr(pmd) + pte_index(addr)));
+	if (!pte_present(pte))
+		return false;
+	*pfn = pte_pfn(pte);
+	*protnone = pte_protnone(pte);
+	return true;
+}
+
+static bool cdsm_lookup_pfn(unsigned long addr, unsigned long *pfn, bool *protnone)
+{
+	unsigned long flags;
+	bool found;
+
+	local_irq_save(flags);
+	found = cdsm_walk(current->mm, addr, pfn, protnone);
+	local_irq_restore(flags);
+	return found;
+}
+
+static int cdsm_fault_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	struct vm_area_struct *vma = (void *)regs_get_kernel_argument(regs, 0);
+	struct cdsm_fault_data *d = (void *)ri->data;
+	struct cdsm_task *t;
+	unsigned long pfn;
+	bool protnone;
+
+	cdsm_stat_add(CDSM_STAT_FAULTS, 1);
+	if (!atomic_read(&cdsm_nr_live_tasks) || !current->mm ||
+	    vma->vm_mm != current->mm)
+		return 1;
+	rcu_read_lock();
+	t = cdsm_task_lookup(current);
+	d->sharer = t ? t->sharer : 0;
+	rcu_read_unlock();
+	if (!d->sharer)
+		return 1;
+	d->address = regs_get_kernel_argument(regs, 1);
+	if (cdsm_lookup_pfn(d->address, &pfn, &protnone) && protnone)
+		cdsm_stat_add(CDSM_STAT_REARM_TAKEN, 1);
+	return 0;
+}
+NOKPROBE_SYMBOL(cdsm_fault_entry);
+
+static int cdsm_fault_return(struct kretprobe_instance *ri, struct pt_regs *regs)
+{
+	struct cdsm_fault_data *d = (void *)ri->data;
+	vm_fault_t ret = regs_return_value(regs);
+	struct cdsm_fault_rec *rec;
+	struct cdsm_ring *ring;
+	unsigned long pfn;
+	bool protnone;
+	u32 head;
+
+	/* A retried fault comes back through handle_mm_fault(). */
+	if (ret & (VM_FAULT_ERROR | VM_FAULT_RETRY))
+		return 0;
+	if (!cdsm_lookup_pfn(d->address, &pfn, &protnone)) {
+		cdsm_stat_add(CDSM_STAT_DROPPED, 1);
+		return 0;
+	}
+	ring = cdsm_rings[smp_processor_id()];
+	head = ring->head;
+	/* Pairs with the consumer's release: its slots are free to reuse. */
+	if (head - smp_load_acquire(&ring->tail) >= CDSM_RING_LEN) {
+		cdsm_stat_add(CDSM_STAT_DROPPED, 1);
+		return 0;
+	}
+	rec = &ring->rec[head % CDSM_RING_LEN];
+	rec->paddr = PFN_PHYS(pfn) | (d->address & ~PAGE_MASK);
+	rec->sharer = d->sharer;
+	/* Publish the record to the consumer's acquire of head. */
+	smp_store_release(&ring->head, head + 1);
+	cdsm_stat_add(CDSM_STAT_TRACKED_FAULTS, 1);
+	return 0;
+}
+NOKPROBE_SYMBOL(cdsm_fault_return);
+
+static struct kretprobe cdsm_krp = {
+	.kp.symbol_name = "handle_mm_fault",
+	.entry_handler = cdsm_fault_entry,
+	.handler = cdsm_fault_return,
+	.data_size = sizeof(struct cdsm_fault_data),
+};
+
+static bool cdsm_krp_registered;
+
+/**
+ * cdsm_fault_init() - allocate the per-CPU rings.
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int cdsm_fault_init(void)
+{
+	int cpu;
+
+	cdsm_rings = kcalloc(nr_cpu_ids, sizeof(*cdsm_rings), GFP_KERNEL);
+	if (!cdsm_rings)
+		return -ENOMEM;
+	for_each_possible_cpu(cpu) {
+		cdsm_rings[cpu] = kvzalloc_node(sizeof(struct cdsm_ring), GFP_KERNEL,
+						cpu_to_node(cpu));
+		if (!cdsm_rings[cpu]) {
+			cdsm_fault_exit();
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+/**
+ * cdsm_fault_start() - register the kretprobe on handle_mm_fault().
+ *
+ * Return: 0, or the error of register_kretprobe() after a message.
+ */
+int cdsm_fault_start(void)
+{
+	int err;
+
+	/* Faults can sleep (I/O), so many may be in flight per CPU. */
+	cdsm_krp.maxactive = max_t(int, 256, 16 * num_possible_cpus());
+	err = register_kretprobe(&cdsm_krp);
+	if (err) {
+		pr_err("cannot register kretprobe on %s: %d\n",
+		       cdsm_krp.kp.symbol_name, err);
+		return err;
+	}
+	cdsm_krp_registered = true;
+	return 0;
+}
+
+/**
+ * cdsm_fault_stop() - unregister the kretprobe; no handler runs afterwards.
+ */
+void cdsm_fault_stop(void)
+{
+	if (cdsm_krp_registered)
+		unregister_kretprobe(&cdsm_krp);
+	cdsm_krp_registered = false;
+}
+
+/**
+ * cdsm_fault_exit() - free the rings.
+ */
+void cdsm_fault_exit(void)
+{
+	int cpu;
+
+	if (!cdsm_rings)
+		return;
+	for_each_possible_cpu(cpu)
+		kvfree(cdsm_rings[cpu]);
+	kfree(cdsm_rings);
+	cdsm_rings = NULL;
+}
+
+/**
+ * cdsm_fault_drain() - take records out of a CPU's ring.
+ * @cpu:	the CPU.
+ * @out:	room for @max records.
+ * @max:	records to take at most.
+ *
+ * Context: the worker, the only consumer.
+ * Return: the number of records copied to @out.
+ */
+unsigned int cdsm_fault_drain(int cpu, struct cdsm_fault_rec *out, unsigned int max)
+{
+	struct cdsm_ring *ring = cdsm_rings[cpu];
+	/* Pairs with the producer's release: records up to head are written. */
+	u32 tail = ring->tail, head = smp_load_acquire(&ring->head);
+	unsigned int n = 0;
+
+	while (tail != head && n < max)
+		out[n++] = ring->rec[tail++ % CDSM_RING_LEN];
+	/* The copies are done before the producer may reuse the slots. */
+	smp_store_release(&ring->tail, tail);
+	return n;
+}
+
+/**
+ * cdsm_fault_missed() - faults the kretprobe missed (no free instance).
+ *
+ * Return: the count since load.
+ */
+u64 cdsm_fault_missed(void)
+{
+	return cdsm_krp.nmissed + cdsm_krp.kp.nmissed;
+}
+
+/**
+ * cdsm_fault_mem_sz() - memory of the rings.
+ *
+ * Return: bytes.
+ */
+size_t cdsm_fault_mem_sz(void)
+{
+	return num_possible_cpus() * sizeof(struct cdsm_ring);
+}

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * cdsm fault source: a kretprobe on handle_mm_fault() that records
+ * (task, physical address) of tracked tasks' faults into per-CPU rings,
+ * drained by the worker.
+ */
+#ifndef _CDSM_FAULT_H
+#define _CDSM_FAULT_H
+
+#include <linux/types.h>
+
+/* Records per CPU ring (a power of two). */
+#define CDSM_RING_LEN 4096
+
+/**
+ * struct cdsm_fault_rec - one recorded fault.
+ * @paddr:	physical address of the faulting byte.
+ * @sharer:	cdsm_sharer() of the faulting task.
+ * @pad:	unused.
+ */
+struct cdsm_fault_rec {
+	u64 paddr;
+	u32 sharer;
+	u32 pad;
+};
+
+int cdsm_fault_init(void);
+int cdsm_fault_start(void);
+void cdsm_fault_stop(void);
+void cdsm_fault_exit(void);
+unsigned int cdsm_fault_drain(int cpu, struct cdsm_fault_rec *out, unsigned int max);
+u64 cdsm_fault_missed(void);
+size_t cdsm_fault_mem_sz(void);
+
+#endif /* _CDSM_FAULT_H */

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * cdsm parameters: module parameters at load, changed at run time through
+ * CDSM_IOC_SET_PARAMS. Readers use READ_ONCE(); one writer at a time.
+ */
+#ifndef _CDSM_PARAMS_H
+#define _CDSM_PARAMS_H
+
+#include <linux/types.h>
+#include <linux/cdsm.h>
+
+/* Applications tracked at once (the issue asks for at least 64). */
+#define CDSM_MAX_APPS 256
+/* Smallest matrix allocated for an application, in tasks. */
+#define CDSM_MIN_MATRIX_DIM 16
+
+extern struct cdsm_params cdsm_params;
+
+int cdsm_params_init(void);
+void cdsm_params_get(struct cdsm_params *p);
+int cdsm_params_set(const struct cdsm_params *p);
+
+#endif /* _CDSM_PARAMS_H */

@@ -1,0 +1,241 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * cdsm worker (see cdsm_worker.h). It is the only user of the block table,
+ * so the table needs no lock; a matrix is updated under its application's
+ * mutex, which snapshots take too. Matrices grow here, with GFP_KERNEL,
+ * before the records that need the new rows are applied.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/jiffies.h>
+#include <linux/kthread.h>
+#include <linux/mm.h>
+#include <linux/sched.h>
+#include <linux/slab.h>
+#include <linux/timekeeping.h>
+#include <linux/vmalloc.h>
+
+#include "cdsm_app.h"
+#include "cdsm_core.h"
+#include "cdsm_fault.h"
+#include "cdsm_netlink.h"
+#include "cdsm_rearm.h"
+#include "cdsm_stats.h"
+#include "cdsm_worker.h"
+
+static struct task_struct *cdsm_worker_task;
+static struct cdsm_blocks cdsm_blocks;
+static void *cdsm_blocks_mem;
+static unsigned int cdsm_blocks_shift;
+static struct cdsm_fault_rec *cdsm_batch;
+static u64 cdsm_evictions_before_clear;
+
+static void cdsm_worker_grow(struct cdsm_app *app)
+{
+	u32 nr_tasks = READ_ONCE(app->nr_tasks);
+	struct cdsm_matrix m;
+	u32 *old;
+
+	if (nr_tasks <= app->matrix.dim || app->matrix.dim >= app->max_tasks)
+		return;
+	m.dim = cdsm_matrix_dim_for(nr_tasks, CDSM_MIN_MATRIX_DIM, app->max_tasks);
+	m.cells = kvzalloc(cdsm_matrix_mem_sz(m.dim), GFP_KERNEL | __GFP_NOWARN);
+	if (!m.cells) {
+		cdsm_stat_add(CDSM_STAT_ALLOC_FAILURES, 1);
+		return;
+	}
+	mutex_lock(&app->mutex);
+	old = app->matrix.cells;
+	if (old)
+		cdsm_matrix_copy(&m, &app->matrix);
+	atomic64_add(cdsm_matrix_mem_sz(m.dim) - cdsm_matrix_mem_sz(app->matrix.dim),
+		     &app->kmem_bytes);
+	app->matrix = m;
+	mutex_unlock(&app->mutex);
+	kvfree(old);
+}
+
+/* Applies one record; @locked is the application whose mutex is held. */
+static void cdsm_worker_apply(const struct cdsm_fault_rec *rec, unsigned int shift,
+			      struct cdsm_app **locked)
+{
+	u32 key = cdsm_sharer_app(rec->sharer), peers[CDSM_MAX_SHARERS];
+	struct cdsm_app *app = cdsm_apps[key & 0xff];
+	unsigned int i, n;
+
+	if (!app || app->key != key) {
+		cdsm_stat_add(CDSM_STAT_DROPPED, 1);
+		return;
+	}
+	if (*locked != app) {
+		if (*locked)
+			mutex_unlock(&(*locked)->mutex);
+		mutex_lock(&app->mutex);
+		*locked = app;
+	}
+	n = cdsm_blocks_record(&cdsm_blocks, rec->paddr >> shift, rec->sharer, peers);
+	for (i = 0; i < n; i++) {
+		if (!cdsm_matrix_add_pair(&app->matrix, cdsm_sharer_task(rec->sharer),
+					  cdsm_sharer_task(peers[i]))) {
+			cdsm_stat_add(CDSM_STAT_DROPPED, 1);
+			continue;
+		}
+		app->events++;
+	}
+	cdsm_stat_add(CDSM_STAT_COMM_EVENTS, n);
+}
+
+static void cdsm_worker_record(void)
+{
+	unsigned int shift = READ_ONCE(cdsm_params.block_shift), i, n;
+	struct cdsm_app *locked = NULL;
+	int cpu;
+
+	if (shift != cdsm_blocks_shift) {
+		WRITE_ONCE(cdsm_evictions_before_clear,
+			   cdsm_evictions_before_clear + cdsm_blocks.evictions);
+		cdsm_blocks_clear(&cdsm_blocks);
+		cdsm_blocks_shift = shift;
+	}
+	for_each_possible_cpu(cpu) {
+		while ((n = cdsm_fault_drain(cpu, cdsm_batch, CDSM_RING_LEN))) {
+			for (i = 0; i < n; i++)
+				cdsm_worker_apply(&cdsm_batch[i], shift, &locked);
+			cond_resched();
+		}
+	}
+	if (locked)
+		mutex_unlock(&locked->mutex);
+}
+
+static bool cdsm_app_expired(struct cdsm_app *app, u64 now_ns)
+{
+	unsigned int retention_s = READ_ONCE(cdsm_params.retention_s);
+
+	return retention_s && app->end_ns &&
+	       now_ns - app->end_ns > (u64)retention_s * NSEC_PER_SEC;
+}
+
+static void cdsm_worker_tick(unsigned int elapsed_ms, bool age)
+{
+	unsigned int rate_bp = READ_ONCE(cdsm_params.rearm_rate_bp);
+	u64 now_ns = ktime_get_boottime_ns();
+	int slot;
+
+	mutex_lock(&cdsm_apps_mutex);
+	for (slot = 0; slot < CDSM_MAX_APPS; slot++) {
+		struct cdsm_app *app = READ_ONCE(cdsm_apps[slot]);
+
+		if (app) {
+			cdsm_app_refill(app);
+			cdsm_worker_grow(app);
+		}
+	}
+	cdsm_worker_record();
+	for (slot = 0; slot < CDSM_MAX_APPS; slot++) {
+		struct cdsm_app *app = READ_ONCE(cdsm_apps[slot]);
+
+		if (!app)
+			continue;
+		if (!(READ_ONCE(app->flags) & (CDSM_APP_ENDED | CDSM_APP_UNTRACKED)))
+			cdsm_rearm_app(app, elapsed_ms, rate_bp);
+		if (age) {
+			mutex_lock(&app->mutex);
+			cdsm_matrix_age(&app->matrix);
+			mutex_unlock(&app->mutex);
+		}
+		if (cdsm_app_expired(app, now_ns))
+			cdsm_app_remove(app);
+	}
+	mutex_unlock(&cdsm_apps_mutex);
+	cdsm_events_send();
+}
+
+static int cdsm_worker_fn(void *unused)
+{
+	unsigned long last = jiffies, last_check = 0, last_age = jiffies;
+
+	while (!kthread_should_stop()) {
+		unsigned int age_ms = READ_ONCE(cdsm_params.age_period_ms);
+		unsigned long now = jiffies;
+		bool age = age_ms && time_after_eq(now, last_age + msecs_to_jiffies(age_ms));
+
+		if (age)
+			last_age = now;
+		if (!last_check || time_after_eq(now, last_check + HZ)) {
+			cdsm_rearm_check_sysctl(atomic_read(&cdsm_nr_apps) &&
+						READ_ONCE(cdsm_params.rearm_rate_bp));
+			last_check = now;
+		}
+		cdsm_worker_tick(min(jiffies_to_msecs(now - last), 1000U), age);
+		last = now;
+		schedule_timeout_interruptible(msecs_to_jiffies(READ_ONCE(cdsm_params.rearm_period_ms)));
+	}
+	return 0;
+}
+
+/**
+ * cdsm_worker_start() - allocate the block table and start the worker.
+ *
+ * Return: 0, -ENOMEM or the error of kthread_run().
+ */
+int cdsm_worker_start(void)
+{
+	unsigned int log2 = cdsm_params.hash_entries_log2;
+	unsigned int nr_sharers = cdsm_params.nr_sharers;
+
+	cdsm_blocks_mem = kvzalloc(cdsm_blocks_mem_sz(log2, nr_sharers), GFP_KERNEL);
+	cdsm_batch = kvmalloc_array(CDSM_RING_LEN, sizeof(*cdsm_batch), GFP_KERNEL);
+	if (!cdsm_blocks_mem || !cdsm_batch) {
+		pr_err("cannot allocate the block table (%zu bytes)\n",
+		       cdsm_blocks_mem_sz(log2, nr_sharers));
+		cdsm_worker_stop();
+		return -ENOMEM;
+	}
+	cdsm_blocks_init(&cdsm_blocks, cdsm_blocks_mem, log2, nr_sharers);
+	cdsm_blocks_shift = cdsm_params.block_shift;
+	cdsm_worker_task = kthread_run(cdsm_worker_fn, NULL, "cdsm");
+	if (IS_ERR(cdsm_worker_task)) {
+		int err = PTR_ERR(cdsm_worker_task);
+
+		cdsm_worker_task = NULL;
+		cdsm_worker_stop();
+		return err;
+	}
+	return 0;
+}
+
+/**
+ * cdsm_worker_stop() - stop the worker and free the block table.
+ */
+void cdsm_worker_stop(void)
+{
+	if (cdsm_worker_task)
+		kthread_stop(cdsm_worker_task);
+	cdsm_worker_task = NULL;
+	kvfree(cdsm_blocks_mem);
+	kvfree(cdsm_batch);
+	cdsm_blocks_mem = NULL;
+	cdsm_batch = NULL;
+}
+
+/**
+ * cdsm_worker_mem_sz() - memory of the block table and batch buffer.
+ *
+ * Return: bytes.
+ */
+size_t cdsm_worker_mem_sz(void)
+{
+	return cdsm_blocks_mem_sz(cdsm_params.hash_entries_log2, cdsm_params.nr_sharers) +
+	       CDSM_RING_LEN * sizeof(*cdsm_batch);
+}
+
+/**
+ * cdsm_worker_evictions() - block table evictions so far.
+ *
+ * Return: the count (read without lock: a statistic).
+ */
+u64 cdsm_worker_evictions(void)
+{
+	return READ_ONCE(cdsm_evictions_before_clear) + READ_ONCE(cdsm_blocks.evictions);
+}
