@@ -3,18 +3,26 @@
 
 #include <cstdio>
 #include <exception>
+#include <sstream>
 
 namespace cdsm::workloads {
 
 void RunLength::add_options(CLI::App& app) {
-    auto* secs = app.add_option("--seconds", seconds, "Run for this many seconds")
+    std::ostringstream default_seconds;
+    default_seconds << seconds;
+    // --seconds wins over a program's default number of iterations.
+    auto* secs = app.add_option("--seconds", seconds,
+                                "Run for S seconds" +
+                                    (by_time() ? " (default " + default_seconds.str() + ")" : ""))
+                     ->each([this](const std::string&) { iterations = 0; })
                      ->type_name("S")
-                     ->check(CLI::PositiveNumber)
-                     ->capture_default_str();
-    auto* iters = app.add_option("--iterations", iterations,
-                                 "Run this many passes per task instead of a time")
-                      ->type_name("N")
-                      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
+                     ->check(CLI::PositiveNumber);
+    auto* iters =
+        app.add_option("--iterations", iterations,
+                       "Run N passes per task instead of a time" +
+                           (by_time() ? "" : " (default " + std::to_string(iterations) + ")"))
+            ->type_name("N")
+            ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
     secs->excludes(iters);
 }
 

@@ -22,7 +22,7 @@ struct UsageError : std::runtime_error {
 /// How long a workload runs: for a time, or for a number of iterations (passes) per task.
 struct RunLength {
     double seconds = 2.0;
-    std::uint64_t iterations = 0;  ///< 0: run for `seconds`
+    std::uint64_t iterations = 0;  ///< 0: run for `seconds`; a program may default to a count
 
     /// Adds --seconds and --iterations (mutually exclusive) to `app`.
     void add_options(CLI::App& app);
