@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: GPL-2.0
+// cdsm-mpi-ring: MPI ranks exchange large messages with their neighbours in a ring or a 2-D halo;
+// on one node with the vader (sm) transport the data travels through shared memory. Rank 0
+// writes the ground truth: each rank's message partners. See README.md.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
+#include <mpi.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "common/cli.hpp"
+#include "common/data_pattern.hpp"
+#include "common/placement.hpp"
+#include "common/system.hpp"
+#include "common/truth.hpp"
+
+using namespace cdsm::workloads;
+
+namespace {
+
+struct Options {
+    std::string pattern = "ring";
+    std::size_t bytes = 128 * 1024;
+    RunLength run;
+    std::string truth;
+    StartPlacement start;
+};
+
+/// One direction of exchange: this rank sends to `to` and receives from `from` (MPI_PROC_NULL at
+/// the edge of a non-periodic grid), both with `tag`.
+struct Link {
+    int to;
+    int from;
+    int tag;
+};
+
+std::vector<Link> ring_links(int rank, int size) {
+    const int right = (rank + 1) % size;
+    const int left = (rank + size - 1) % size;
+    return {{right, left, 0}, {left, right, 1}};
+}
+
+std::vector<Link> halo2d_links(int rank, int size) {
+    int dims[2] = {0, 0};
+    MPI_Dims_create(size, 2, dims);
+    const int cols = dims[1];
+    const int row = rank / cols, col = rank % cols;
+    const auto at = [&](int r, int c) {
+        return r < 0 || r >= dims[0] || c < 0 || c >= cols ? MPI_PROC_NULL : r * cols + c;
+    };
+    return {{at(row, col + 1), at(row, col - 1), 0},
+            {at(row, col - 1), at(row, col + 1), 1},
+            {at(row + 1, col), at(row - 1, col), 2},
+            {at(row - 1, col), at(row + 1, col), 3}};
+}
+
+std::vector<Link> links_of(const std::string& pattern, int rank, int size) {
+    return pattern == "ring" ? ring_links(rank, size) : halo2d_links(rank, size);
+}
+
+/// Every rank's distinct message partners.
+PartnerGraph partner_graph(const std::string& pattern, int size) {
+    PartnerGraph graph(size);
+    for (int r = 0; r < size; ++r) {
+        for (const Link& l : links_of(pattern, r, size)) {
+            for (const int p : {l.to, l.from}) {
+                if (p != MPI_PROC_NULL && p != r &&
+                    std::find(graph[r].begin(), graph[r].end(), p) == graph[r].end()) {
+                    graph[r].push_back(p);
+                }
+            }
+        }
+        std::sort(graph[r].begin(), graph[r].end());
+    }
+    return graph;
+}
+
+// A message: its iteration, the sender's stop proposal, then the payload.
+constexpr std::size_t kHeaderWords = 2;
+constexpr std::uint64_t kNoStop = std::numeric_limits<std::uint64_t>::max();
+
+std::uint64_t payload_word(int sender, std::uint64_t iteration, std::size_t k) {
+    return initial_word(static_cast<std::uint64_t>(sender), iteration) + k;
+}
+
+void fill_message(std::vector<std::uint64_t>& msg, int sender, std::uint64_t it,
+                  std::uint64_t stop) {
+    msg[0] = it;
+    msg[1] = stop;
+    for (std::size_t k = kHeaderWords; k < msg.size(); ++k) msg[k] = payload_word(sender, it, k);
+}
+
+std::size_t wrong_words(const std::vector<std::uint64_t>& msg, int sender, std::uint64_t it) {
+    std::size_t wrong = msg[0] != it;
+    for (std::size_t k = kHeaderWords; k < msg.size(); ++k)
+        wrong += msg[k] != payload_word(sender, it, k);
+    return wrong;
+}
+
+struct Outcome {
+    std::uint64_t iterations = 0;
+    std::uint64_t wrong = 0;
+};
+
+/// Exchanges with the neighbours until the ranks agree to stop. By time, a rank whose deadline
+/// passed at iteration k proposes to stop at k + size and piggybacks the proposal on its messages;
+/// each rank forwards the smallest proposal it knows, which reaches every rank (diameter < size)
+/// before that iteration, so all stop at the same iteration without any collective that would
+/// add communication between ranks that are not partners.
+Outcome exchange(const Options& options, int rank, int size) {
+    const std::vector<Link> links = links_of(options.pattern, rank, size);
+    const std::size_t words = kHeaderWords + options.bytes / sizeof(std::uint64_t);
+    std::vector<std::vector<std::uint64_t>> out(links.size(), std::vector<std::uint64_t>(words));
+    std::vector<std::vector<std::uint64_t>> in(links.size(), std::vector<std::uint64_t>(words));
+    std::vector<MPI_Request> requests(2 * links.size());
+    const auto deadline = after_seconds(Clock::now(), options.run.seconds);
+    std::uint64_t stop = options.run.by_time() ? kNoStop : options.run.iterations;
+    Outcome result;
+    for (std::uint64_t it = 0; it < stop; ++it) {
+        if (stop == kNoStop && Clock::now() >= deadline)
+            stop = it + static_cast<std::uint64_t>(size);
+        for (std::size_t l = 0; l < links.size(); ++l) {
+            MPI_Irecv(in[l].data(), static_cast<int>(words), MPI_UINT64_T, links[l].from,
+                      links[l].tag, MPI_COMM_WORLD, &requests[2 * l]);
+            fill_message(out[l], rank, it, stop);
+            MPI_Isend(out[l].data(), static_cast<int>(words), MPI_UINT64_T, links[l].to,
+                      links[l].tag, MPI_COMM_WORLD, &requests[2 * l + 1]);
+        }
+        MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
+        for (std::size_t l = 0; l < links.size(); ++l) {
+            if (links[l].from == MPI_PROC_NULL) continue;
+            result.wrong += wrong_words(in[l], links[l].from, it);
+            stop = std::min(stop, in[l][1]);
+        }
+        result.iterations = it + 1;
+    }
+    return result;
+}
+
+int run(const Options& options, const std::string& program) {
+    MPI_Init(nullptr, nullptr);
+    int rank = 0, size = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    // The same on every rank, so every rank stops the same way.
+    if (size < 2) {
+        MPI_Finalize();
+        throw UsageError("needs at least 2 ranks (run it under mpirun -np N)");
+    }
+    int failed = 0;
+    try {
+        const PartnerGraph graph = partner_graph(options.pattern, size);
+        const std::vector<int> cpus = options.start.resolve(graph);
+        if (!cpus.empty()) pin_task(0, cpus[rank]);
+        const pid_t tid = current_tid();
+        std::vector<pid_t> tids(size);
+        static_assert(sizeof(pid_t) == sizeof(int));
+        MPI_Allgather(&tid, 1, MPI_INT, tids.data(), 1, MPI_INT, MPI_COMM_WORLD);
+        if (rank == 0 && !options.truth.empty()) write_truth(options.truth, tids, graph);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "%s: error: rank %d: %s\n", program.c_str(), rank, e.what());
+        failed = 1;
+    }
+    const Outcome outcome = exchange(options, rank, size);
+    std::uint64_t local[3] = {outcome.wrong, static_cast<std::uint64_t>(failed),
+                              outcome.iterations};
+    std::uint64_t total[3] = {};
+    MPI_Allreduce(local, total, 2, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(&local[2], &total[2], 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+    const bool ok = total[0] == 0 && total[1] == 0 && total[2] == outcome.iterations;
+    if (rank == 0) {
+        std::printf("%s: %s: %d ranks, %s, %zu-byte messages, %llu iterations, wrong words %llu\n",
+                    program.c_str(), ok ? "OK" : "FAILED", size, options.pattern.c_str(),
+                    options.bytes, static_cast<unsigned long long>(outcome.iterations),
+                    static_cast<unsigned long long>(total[0]));
+    }
+    MPI_Finalize();
+    return ok ? kExitOk : kExitFailed;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"MPI ranks exchanging messages in a ring or 2-D halo (ground truth for cdsm).",
+                 "cdsm-mpi-ring"};
+    Options options;
+    app.add_option("--pattern", options.pattern,
+                   "Message partners: ring (left, right) or halo2d "
+                   "(a non-periodic 2-D grid from MPI_Dims_create)")
+        ->check(CLI::IsMember({"ring", "halo2d"}))
+        ->capture_default_str();
+    app.add_option("--bytes", options.bytes, "Payload bytes per message")
+        ->check(CLI::Range(std::size_t{8}, std::size_t{1} << 28))
+        ->capture_default_str();
+    options.run.add_options(app);
+    app.add_option("--truth", options.truth, "Rank 0 writes the ground truth to FILE")
+        ->type_name("FILE");
+    options.start.add_options(app);
+    // Arguments are checked before MPI_Init: --help and usage errors need no MPI runtime.
+    return run_workload(app, argc, argv, [&] { return run(options, app.get_name()); });
+}
