@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "cdsm/daemon/protocol.hpp"
+
+#include <fmt/format.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+
+namespace cdsm::daemon {
+
+std::string socket_path(std::string_view option) {
+    if (!option.empty()) return std::string(option);
+    if (const char* env = std::getenv(kSocketEnv); env && *env) return env;
+    return std::string(kDefaultSocketPath);
+}
+
+Json ok_response(Json result) {
+    Json r = Json::object();
+    r["ok"] = true;
+    if (result.is_object()) r.update(result);
+    return r;
+}
+
+Json error_response(std::string_view code, std::string_view message) {
+    return Json{{"ok", false}, {"error", message}, {"code", code}};
+}
+
+std::string encode_line(const Json& message) {
+    // dump() escapes control characters, so the only '\n' is the terminator. Invalid UTF-8
+    // (a task's comm can hold any byte) is replaced rather than thrown.
+    std::string line = message.dump(-1, ' ', false, Json::error_handler_t::replace);
+    line.push_back('\n');
+    return line;
+}
+
+void LineBuffer::append(std::string_view bytes) {
+    data_.append(bytes);
+    if (data_.find('\n', scanned_) == std::string::npos) {
+        scanned_ = data_.size();
+        if (data_.size() > max_bytes_) {
+            throw ProtocolError("EPROTO", fmt::format("message longer than {} bytes", max_bytes_));
+        }
+    }
+}
+
+std::optional<std::string> LineBuffer::next_line() {
+    const auto nl = data_.find('\n');
+    if (nl == std::string::npos) {
+        scanned_ = data_.size();
+        return std::nullopt;
+    }
+    std::string line = data_.substr(0, nl);
+    data_.erase(0, nl + 1);
+    scanned_ = 0;
+    if (line.size() > max_bytes_) {
+        throw ProtocolError("EPROTO", fmt::format("message longer than {} bytes", max_bytes_));
+    }
+    return line;
+}
+
+Json parse_line(std::string_view line) {
+    Json j = Json::parse(line, nullptr, false);
+    if (j.is_discarded()) throw ProtocolError("EPROTO", "message is not valid JSON");
+    if (!j.is_object()) throw ProtocolError("EPROTO", "message is not a JSON object");
+    return j;
+}
+
+PeerCredentials peer_credentials(int socket_fd) {
+    ucred cred{};
+    socklen_t len = sizeof(cred);
+    if (::getsockopt(socket_fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
+        throw_errno("getsockopt(SO_PEERCRED)");
+    }
+    return {cred.pid, cred.uid, cred.gid};
+}
+
+Client::Client(const std::string& path) : path_(path) {
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (path.size() >= sizeof(addr.sun_path)) {
+        throw ProtocolError("EINVAL", fmt::format("socket path too long: {}", path));
+    }
+    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+    fd_.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!fd_) throw ProtocolError("EIO", fmt::format("socket: {}", std::strerror(errno)));
+    if (::connect(fd_.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) < 0) {
+        const int err = errno;
+        throw ProtocolError(err == ENOENT   ? "ENOENT"
+                            : err == EACCES ? "EACCES"
+                                            : "ECONNREFUSED",
+                            fmt::format("cannot connect to cdsmd at {}: {} (is cdsmd running?)",
+                                        path, std::strerror(err)));
+    }
+}
+
+Json Client::request(const Json& request) {
+    const std::string line = encode_line(request);
+    for (std::size_t done = 0; done < line.size();) {
+        const ssize_t n = ::send(fd_.get(), line.data() + done, line.size() - done, MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            throw ProtocolError(
+                "EIO", fmt::format("sending to cdsmd at {}: {}", path_, std::strerror(errno)));
+        }
+        done += static_cast<std::size_t>(n);
+    }
+    for (;;) {
+        if (auto reply = buffer_.next_line()) {
+            Json r = parse_line(*reply);
+            if (r.value("ok", false)) {
+                r.erase("ok");
+                return r;
+            }
+            throw ProtocolError(r.value("code", "EIO"),
+                                r.value("error", std::string("cdsmd reported an error")));
+        }
+        char buf[65536];
+        const ssize_t n = ::recv(fd_.get(), buf, sizeof(buf), 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            throw ProtocolError("EIO", fmt::format("cdsmd at {} closed the connection{}", path_,
+                                                   n < 0 ? std::string(": ") + std::strerror(errno)
+                                                         : std::string()));
+        }
+        buffer_.append(std::string_view(buf, static_cast<std::size_t>(n)));
+    }
+}
+
+}  // namespace cdsm::daemon
