@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: GPL-2.0
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cdsm/comm_graph.hpp"
+#include "cdsm/mapper.hpp"
+
+namespace cdsm {
+
+/// Tuning of ScotchMapper. The defaults meet the mapping-time targets (bench/) without losing
+/// quality on the benchmark's pattern suite.
+struct ScotchOptions {
+    /// Weak edges dropped before mapping large matrices (the cost is still of the full matrix).
+    PruneOptions prune{};
+    /// A Scotch mapping strategy string; empty means SCOTCH_stratGraphMapBuild with
+    /// `strategy_flags` (SCOTCH_STRAT* values) and `imbalance`.
+    std::string strategy;
+    unsigned strategy_flags = 0;
+    double imbalance = 0.01;
+    /// Placements of at most this many tasks are polished after Scotch by swapping pairs of
+    /// tasks (or moving one to a free PU) while that lowers the cost.
+    std::size_t refine_max_tasks = 128;
+    /// Problems of at most this many tasks are mapped `attempts` times with different fixed
+    /// seeds and the cheapest result is kept: on small, oddly shaped problems one bipartitioning
+    /// can fall into a local optimum that swaps cannot leave.
+    std::size_t attempts_max_tasks = 16;
+    std::size_t attempts = 4;
+};
+
+/// Dual recursive bipartitioning with Scotch (SCOTCH_graphMap) of the communication graph onto
+/// the hierarchy: a tree-leaf target whose link costs reproduce the Distances, restricted to the
+/// usable PUs (SCOTCH_archSub) when the tree is not symmetric. Deterministic: Scotch runs in a
+/// context with SCOTCH_OPTIONNUMDETERMINISTIC and a fixed random seed.
+///
+/// With fewer tasks than PUs the graph is padded with idle vertices, so that Scotch chooses which
+/// PUs stay free; with more, tasks are spread evenly (floor or ceil of N/P per PU).
+class ScotchMapper final : public Mapper {
+  public:
+    explicit ScotchMapper(ScotchOptions options = {}) : options_(std::move(options)) {}
+    std::string_view name() const noexcept override { return "scotch"; }
+    Placement map(const MappingProblem& problem) const override;
+    const ScotchOptions& options() const noexcept { return options_; }
+
+    /// The distance between every pair of PUs (row-major, pu_count() squared) in the Scotch
+    /// target built for this topology, read back with SCOTCH_archDomDist. It equals Distances
+    /// by construction; exposed so that tests can check that.
+    static std::vector<std::uint32_t> target_distances(const Topology& topology,
+                                                       const Distances& distances);
+
+  private:
+    ScotchOptions options_;
+};
+
+}  // namespace cdsm

@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "cdsm/distances.hpp"
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "cdsm/error.hpp"
+
+namespace cdsm {
+
+std::uint32_t LevelCosts::cost(LevelKind kind) const noexcept {
+    switch (kind) {
+        case LevelKind::kMachine:
+            return machine;
+        case LevelKind::kPackage:
+            return package;
+        case LevelKind::kNuma:
+            return numa;
+        case LevelKind::kL3:
+            return l3;
+        case LevelKind::kL2:
+            return l2;
+        case LevelKind::kCore:
+            return core;
+        case LevelKind::kPu:
+            return 0;
+    }
+    return 0;
+}
+
+void LevelCosts::validate() const {
+    const std::pair<const char*, std::uint32_t> ordered[] = {
+        {"core", core}, {"l2", l2},           {"l3", l3},
+        {"numa", numa}, {"package", package}, {"machine", machine}};
+    for (std::size_t i = 0; i < std::size(ordered); ++i) {
+        if (ordered[i].second < 1)
+            throw Error("level costs", std::string(ordered[i].first) + " cost must be at least 1");
+        if (i > 0 && ordered[i].second < ordered[i - 1].second)
+            throw Error("level costs", std::string(ordered[i].first) + " cost " +
+                                           std::to_string(ordered[i].second) + " is below " +
+                                           ordered[i - 1].first + " cost " +
+                                           std::to_string(ordered[i - 1].second) +
+                                           " (costs must not fall from core to machine)");
+    }
+}
+
+Distances::Distances(const Topology& topology, LevelCosts costs)
+    : costs_(costs), pu_count_(topology.pu_count()) {
+    costs_.validate();
+    // A deeper level never costs more than its parent, even if hwloc nests kinds unusually.
+    for (std::size_t level = 0; level < topology.level_count(); ++level) {
+        const std::uint32_t cost = costs_.cost(topology.level_kind(level));
+        level_costs_.push_back(level == 0 ? cost : std::min(cost, level_costs_.back()));
+    }
+    table_.resize(pu_count_ * pu_count_);
+    for (PuId a = 0; a < pu_count_; ++a) {
+        for (PuId b = 0; b < pu_count_; ++b) {
+            const std::uint32_t d = level_costs_[topology.common_level(a, b)];
+            table_[a * pu_count_ + b] = d;
+            max_ = std::max(max_, d);
+        }
+    }
+}
+
+}  // namespace cdsm

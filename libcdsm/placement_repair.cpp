@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "placement_repair.hpp"
+
+#include <algorithm>
+#include <limits>
+
+namespace cdsm::detail {
+namespace {
+
+// What task t would pay to the others if it ran on PU p.
+double cost_on(std::size_t t, PuId p, const std::vector<PuId>& pus, const CommGraph& graph,
+               const Distances& distances) {
+    double cost = 0;
+    for (std::size_t k = graph.offsets()[t]; k < graph.offsets()[t + 1]; ++k)
+        cost += static_cast<double>(graph.weights()[k]) * distances(p, pus[graph.neighbours()[k]]);
+    return cost;
+}
+
+// Weight of the edge (t, u), 0 if there is none.
+double weight(const CommGraph& graph, std::size_t t, std::size_t u) {
+    const auto first = graph.neighbours().begin() + static_cast<std::ptrdiff_t>(graph.offsets()[t]);
+    const auto last =
+        graph.neighbours().begin() + static_cast<std::ptrdiff_t>(graph.offsets()[t + 1]);
+    const auto it = std::lower_bound(first, last, static_cast<std::uint32_t>(u));
+    return it != last && *it == u
+               ? static_cast<double>(
+                     graph.weights()[static_cast<std::size_t>(it - graph.neighbours().begin())])
+               : 0.0;
+}
+
+std::vector<std::size_t> loads_of(const std::vector<PuId>& pus, std::size_t pu_count) {
+    std::vector<std::size_t> load(pu_count, 0);
+    for (PuId p : pus) ++load[p];
+    return load;
+}
+
+}  // namespace
+
+void rebalance(std::vector<PuId>& pus, const CommGraph& graph, const Distances& distances) {
+    const std::size_t p_count = distances.pu_count(), n = pus.size();
+    const std::size_t low = n / p_count, high = (n + p_count - 1) / p_count;
+    auto load = loads_of(pus, p_count);
+    for (;;) {
+        // First empty the overloaded PUs, then fill the underloaded ones.
+        bool over = false, under = false;
+        for (std::size_t l : load) {
+            over |= l > high;
+            under |= l < low;
+        }
+        if (!over && !under) return;
+        double best = std::numeric_limits<double>::infinity();
+        std::size_t best_task = 0;
+        PuId best_pu = 0;
+        for (std::size_t t = 0; t < n; ++t) {
+            const PuId from = pus[t];
+            if (over ? load[from] <= high : load[from] <= low) continue;
+            const double here = cost_on(t, from, pus, graph, distances);
+            for (PuId to = 0; to < p_count; ++to) {
+                if (over ? load[to] >= high : load[to] >= low) continue;
+                const double delta = cost_on(t, to, pus, graph, distances) - here;
+                if (delta < best) {
+                    best = delta;
+                    best_task = t;
+                    best_pu = to;
+                }
+            }
+        }
+        --load[pus[best_task]];
+        ++load[best_pu];
+        pus[best_task] = best_pu;
+    }
+}
+
+void refine(std::vector<PuId>& pus, const CommGraph& graph, const Distances& distances,
+            std::size_t max_passes) {
+    const std::size_t p_count = distances.pu_count(), n = pus.size();
+    const std::size_t low = n / p_count, high = (n + p_count - 1) / p_count;
+    auto load = loads_of(pus, p_count);
+    // on[t][p]: what task t pays if it runs on p, the others staying where they are.
+    std::vector<double> on(n * p_count);
+    for (std::size_t t = 0; t < n; ++t)
+        for (PuId p = 0; p < p_count; ++p)
+            on[t * p_count + p] = cost_on(t, p, pus, graph, distances);
+    auto move = [&](std::size_t t, PuId to) {
+        const PuId from = pus[t];
+        for (std::size_t k = graph.offsets()[t]; k < graph.offsets()[t + 1]; ++k) {
+            const std::size_t x = graph.neighbours()[k];
+            const auto m = static_cast<double>(graph.weights()[k]);
+            for (PuId p = 0; p < p_count; ++p)
+                on[x * p_count + p] +=
+                    m * (distances(p, to) - static_cast<double>(distances(p, from)));
+        }
+        --load[from];
+        ++load[to];
+        pus[t] = to;
+    };
+    constexpr double kEpsilon = 1e-9;
+    for (std::size_t pass = 0; pass < max_passes; ++pass) {
+        bool improved = false;
+        for (std::size_t t = 0; t < n; ++t) {
+            for (PuId to = 0; to < p_count; ++to) {
+                const PuId from = pus[t];
+                if (to == from || load[from] <= low || load[to] >= high) continue;
+                if (on[t * p_count + to] < on[t * p_count + from] - kEpsilon) {
+                    move(t, to);
+                    improved = true;
+                }
+            }
+            for (std::size_t u = t + 1; u < n; ++u) {
+                const PuId a = pus[t], b = pus[u];
+                if (a == b) continue;
+                const double delta = on[t * p_count + b] - on[t * p_count + a] +
+                                     on[u * p_count + a] - on[u * p_count + b] +
+                                     2.0 * weight(graph, t, u) * distances(a, b);
+                if (delta < -kEpsilon) {
+                    move(t, b);
+                    move(u, a);
+                    improved = true;
+                }
+            }
+        }
+        if (!improved) return;
+    }
+}
+
+}  // namespace cdsm::detail

@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: GPL-2.0
+// Internal: small corrections applied to a mapper's raw result.
+#pragma once
+
+#include <cstddef>
+#include <vector>
+
+#include "cdsm/comm_graph.hpp"
+#include "cdsm/distances.hpp"
+
+namespace cdsm::detail {
+
+/// Moves tasks until every PU holds floor(N/P) or ceil(N/P) of them, each time choosing the
+/// move that raises the cost least.
+/// `graph` holds every edge of the matrix (no pruning).
+void rebalance(std::vector<PuId>& pus, const CommGraph& graph, const Distances& distances);
+
+/// Local search keeping the balance: swaps two tasks, or moves one to a PU with room, while that
+/// lowers the cost; at most `max_passes` sweeps over all pairs.
+void refine(std::vector<PuId>& pus, const CommGraph& graph, const Distances& distances,
+            std::size_t max_passes = 8);
+
+}  // namespace cdsm::detail

@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "cdsm/scotch_mapper.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <limits>
+#include <optional>
+#include <string>
+
+#include "cdsm/cost.hpp"
+#include "cdsm/error.hpp"
+#include "placement_repair.hpp"
+extern "C" {
+#include <scotch/scotch.h>
+}
+
+namespace cdsm {
+namespace {
+
+// Owns one Scotch object of type T for the lifetime of a mapping.
+template <typename T, int (*Init)(T*), void (*Exit)(T*)>
+class Scoped {
+  public:
+    explicit Scoped(const char* what) {
+        if (Init(&object_) != 0) throw Error("Scotch", std::string("cannot initialise ") + what);
+    }
+    ~Scoped() { Exit(&object_); }
+    Scoped(const Scoped&) = delete;
+    Scoped& operator=(const Scoped&) = delete;
+    T* get() noexcept { return &object_; }
+
+  private:
+    T object_;
+};
+using Graph = Scoped<SCOTCH_Graph, SCOTCH_graphInit, SCOTCH_graphExit>;
+using Arch = Scoped<SCOTCH_Arch, SCOTCH_archInit, SCOTCH_archExit>;
+using Strat = Scoped<SCOTCH_Strat, SCOTCH_stratInit, SCOTCH_stratExit>;
+using Context = Scoped<SCOTCH_Context, SCOTCH_contextInit, SCOTCH_contextExit>;
+
+void check(int status, const char* call) {
+    if (status != 0) throw Error("Scotch", std::string(call) + " failed");
+}
+
+// The hierarchy as a Scotch tree-leaf target. Leaves are numbered in mixed radix over the
+// largest arity of each level; on a restricted or asymmetric machine some leaves are phantoms
+// (no usable PU) and the mapping pins idle vertices on them. Merging two levels of equal cost
+// keeps every leaf number.
+class TreeTarget {
+  public:
+    static constexpr PuId kPhantom = std::numeric_limits<PuId>::max();
+
+    TreeTarget(const Topology& topology, const Distances& distances)
+        : leaf_of_(topology.pu_count(), 0) {
+        const std::size_t internal = topology.level_count() - 1;
+        std::vector<SCOTCH_Num> arity(internal, 1);
+        for (std::size_t level = 0; level < internal; ++level)
+            for (std::uint32_t node = 0; node < topology.node_count(level); ++node)
+                arity[level] = std::max<SCOTCH_Num>(
+                    arity[level], static_cast<SCOTCH_Num>(topology.children(level, node).size()));
+        for (PuId pu = 0; pu < topology.pu_count(); ++pu) {
+            SCOTCH_Num leaf = 0;
+            for (std::size_t level = 0; level < internal; ++level) {
+                const auto siblings = topology.children(level, topology.ancestor(pu, level));
+                const auto rank =
+                    std::find(siblings.begin(), siblings.end(), topology.ancestor(pu, level + 1)) -
+                    siblings.begin();
+                leaf = leaf * arity[level] + static_cast<SCOTCH_Num>(rank);
+            }
+            leaf_of_[pu] = leaf;
+        }
+        // Scotch adds link costs from the leaf up to the common ancestor: a level costs the
+        // difference between its distance and the distance one level down.
+        std::vector<SCOTCH_Num> sizes, costs;
+        for (std::size_t level = 0; level < internal; ++level) {
+            const auto cost = static_cast<SCOTCH_Num>(distances.level_cost(level));
+            if (!costs.empty() && costs.back() == cost)
+                sizes.back() *= arity[level];
+            else {
+                sizes.push_back(arity[level]);
+                costs.push_back(cost);
+            }
+        }
+        std::vector<SCOTCH_Num> links(costs.size());
+        for (std::size_t k = 0; k < costs.size(); ++k)
+            links[k] = costs[k] - (k + 1 < costs.size() ? costs[k + 1] : 0);
+        check(SCOTCH_archTleaf(arch_.get(), static_cast<SCOTCH_Num>(sizes.size()), sizes.data(),
+                               links.data()),
+              "SCOTCH_archTleaf");
+        pu_of_leaf_.assign(static_cast<std::size_t>(SCOTCH_archSize(arch_.get())), kPhantom);
+        for (PuId pu = 0; pu < leaf_of_.size(); ++pu)
+            pu_of_leaf_[static_cast<std::size_t>(leaf_of_[pu])] = pu;
+    }
+
+    SCOTCH_Arch* arch() noexcept { return arch_.get(); }
+    std::size_t leaf_count() const noexcept { return pu_of_leaf_.size(); }
+    SCOTCH_Num leaf(PuId pu) const { return leaf_of_.at(pu); }
+    // The PU of a leaf, or kPhantom.
+    PuId pu(SCOTCH_Num leaf) const { return pu_of_leaf_.at(static_cast<std::size_t>(leaf)); }
+
+  private:
+    std::vector<SCOTCH_Num> leaf_of_;
+    std::vector<PuId> pu_of_leaf_;
+    Arch arch_{"tleaf target"};
+};
+
+// Edge weights scaled into Scotch's integers so that no cost sum can overflow.
+std::vector<SCOTCH_Num> scaled_weights(const CommGraph& graph, std::uint32_t max_distance) {
+    const auto weights = graph.weights();
+    std::vector<SCOTCH_Num> out(weights.size(), 1);
+    if (weights.empty()) return out;
+    const double top = static_cast<double>(*std::max_element(weights.begin(), weights.end()));
+    const double limit = std::clamp(
+        double(1 << 30) / (static_cast<double>(weights.size()) * std::max(1u, max_distance)), 1.0,
+        65535.0);
+    for (std::size_t k = 0; k < weights.size(); ++k)
+        out[k] = std::max<SCOTCH_Num>(
+            1, static_cast<SCOTCH_Num>(static_cast<double>(weights[k]) / top * limit + 0.5));
+    return out;
+}
+
+// One deterministic Scotch run; parttab holds the pinned vertices on entry, the mapping on exit.
+void run_scotch(SCOTCH_Graph* graph, TreeTarget& target, const ScotchOptions& options,
+                SCOTCH_Num seed, bool pinned, std::vector<SCOTCH_Num>& parttab) {
+    Context context("context");
+    check(SCOTCH_contextOptionSetNum(context.get(), SCOTCH_OPTIONNUMDETERMINISTIC, 1),
+          "SCOTCH_contextOptionSetNum(DETERMINISTIC)");
+    check(SCOTCH_contextOptionSetNum(context.get(), SCOTCH_OPTIONNUMRANDOMFIXEDSEED, 1),
+          "SCOTCH_contextOptionSetNum(RANDOMFIXEDSEED)");
+    // A private generator with a fixed seed: earlier mappings in this process must not change
+    // this one (with the options alone, the first mapping of a process differed from the next).
+    check(SCOTCH_contextRandomClone(context.get()), "SCOTCH_contextRandomClone");
+    SCOTCH_contextRandomSeed(context.get(), seed);
+    // One thread: spawning workers cost more than the mapping itself at these sizes.
+    check(SCOTCH_contextThreadSpawn(context.get(), 1, nullptr), "SCOTCH_contextThreadSpawn");
+    Graph bound("context graph");
+    check(SCOTCH_contextBindGraph(context.get(), graph, bound.get()), "SCOTCH_contextBindGraph");
+
+    Strat strat("strategy");
+    if (options.strategy.empty())
+        check(SCOTCH_stratGraphMapBuild(
+                  strat.get(), static_cast<SCOTCH_Num>(options.strategy_flags),
+                  static_cast<SCOTCH_Num>(target.leaf_count()), options.imbalance),
+              "SCOTCH_stratGraphMapBuild");
+    else if (SCOTCH_stratGraphMap(strat.get(), options.strategy.c_str()) != 0)
+        throw Error("Scotch strategy '" + options.strategy + "'", "rejected by Scotch");
+
+    if (pinned)
+        check(SCOTCH_graphMapFixed(bound.get(), target.arch(), strat.get(), parttab.data()),
+              "SCOTCH_graphMapFixed");
+    else
+        check(SCOTCH_graphMap(bound.get(), target.arch(), strat.get(), parttab.data()),
+              "SCOTCH_graphMap");
+}
+
+}  // namespace
+
+std::vector<std::uint32_t> ScotchMapper::target_distances(const Topology& topology,
+                                                          const Distances& distances) {
+    const std::size_t p = topology.pu_count();
+    std::vector<std::uint32_t> table(p * p, 0);
+    if (p == 1) return table;
+    TreeTarget target(topology, distances);
+    for (PuId a = 0; a < p; ++a) {
+        for (PuId b = 0; b < p; ++b) {
+            SCOTCH_ArchDom da, db;
+            check(SCOTCH_archDomTerm(target.arch(), &da, target.leaf(a)), "SCOTCH_archDomTerm");
+            check(SCOTCH_archDomTerm(target.arch(), &db, target.leaf(b)), "SCOTCH_archDomTerm");
+            table[a * p + b] =
+                static_cast<std::uint32_t>(SCOTCH_archDomDist(target.arch(), &da, &db));
+        }
+    }
+    return table;
+}
+
+Placement ScotchMapper::map(const MappingProblem& problem) const {
+    check_problem(problem);
+    const std::size_t n = problem.matrix.size(), p = problem.topology.pu_count();
+    if (n == 0) return Placement();
+    if (p == 1) return Placement(std::vector<PuId>(n, 0));
+
+    const CommGraph comm(problem.matrix, options_.prune);
+    TreeTarget target(problem.topology, problem.distances);
+    // Every leaf gets `per_leaf` vertices: the tasks, idle vertices that let Scotch choose which
+    // PUs stay (partly) idle, and idle vertices pinned on phantom leaves so that only usable
+    // PUs receive tasks.
+    const std::size_t per_leaf = (n + p - 1) / p, usable = per_leaf * p;
+    const std::size_t vertices = per_leaf * target.leaf_count();
+    if (vertices > static_cast<std::size_t>(std::numeric_limits<SCOTCH_Num>::max() / 2))
+        throw Error("Scotch mapper", std::to_string(n) + " tasks are too many");
+    std::vector<SCOTCH_Num> verttab(vertices + 1);
+    for (std::size_t v = 0; v <= vertices; ++v)
+        verttab[v] = static_cast<SCOTCH_Num>(comm.offsets()[std::min(v, n)]);
+    std::vector<SCOTCH_Num> edgetab(comm.neighbours().begin(), comm.neighbours().end());
+    std::vector<SCOTCH_Num> edlotab = scaled_weights(comm, problem.distances.max());
+    std::vector<SCOTCH_Num> parttab(vertices, -1);
+    const std::size_t pinned = vertices - usable;
+
+    Graph graph("graph");
+    check(
+        SCOTCH_graphBuild(graph.get(), 0, static_cast<SCOTCH_Num>(vertices), verttab.data(),
+                          verttab.data() + 1, nullptr, nullptr,
+                          static_cast<SCOTCH_Num>(edgetab.size()), edgetab.data(), edlotab.data()),
+        "SCOTCH_graphBuild");
+    std::optional<CommGraph> whole;  // every edge, built only if a repair needs it
+    const bool refining = n <= options_.refine_max_tasks;
+    const std::size_t attempts = n <= options_.attempts_max_tasks ? options_.attempts : 1;
+    std::vector<PuId> best;
+    double best_cost = 0;
+    for (std::size_t attempt = 0; attempt < std::max<std::size_t>(attempts, 1); ++attempt) {
+        parttab.assign(parttab.size(), -1);
+        for (std::size_t v = usable, leaf = 0; leaf < target.leaf_count(); ++leaf)
+            if (target.pu(static_cast<SCOTCH_Num>(leaf)) == TreeTarget::kPhantom)
+                for (std::size_t k = 0; k < per_leaf; ++k)
+                    parttab[v++] = static_cast<SCOTCH_Num>(leaf);
+        run_scotch(graph.get(), target, options_, static_cast<SCOTCH_Num>(attempt + 1), pinned > 0,
+                   parttab);
+        // A task Scotch left on a phantom leaf (it should not) goes to PU 0; rebalancing moves it.
+        std::vector<PuId> pus(n);
+        for (std::size_t t = 0; t < n; ++t) {
+            const PuId pu = target.pu(parttab[t]);
+            pus[t] = pu == TreeTarget::kPhantom ? 0 : pu;
+        }
+        if (refining || !Placement(pus).is_balanced(p)) {
+            if (!whole) whole.emplace(problem.matrix, PruneOptions{.min_tasks = n + 1});
+            detail::rebalance(pus, *whole, problem.distances);
+            if (refining) detail::refine(pus, *whole, problem.distances);
+        }
+        if (attempts > 1) {
+            const double cost = mapping_cost(problem.matrix, Placement(pus), problem.distances);
+            if (!best.empty() && cost >= best_cost) continue;
+            best_cost = cost;
+        }
+        best = std::move(pus);
+    }
+    return Placement(std::move(best));
+}
+
+}  // namespace cdsm

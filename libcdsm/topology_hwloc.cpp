@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: GPL-2.0
+// Reading a machine through hwloc: the running system, an XML export or a synthetic description.
+#include <hwloc.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <sstream>
+
+#include "cdsm/error.hpp"
+#include "cdsm/topology.hpp"
+
+namespace cdsm {
+namespace {
+
+struct HwlocTopologyDeleter {
+    void operator()(hwloc_topology* topology) const noexcept { hwloc_topology_destroy(topology); }
+};
+using HwlocTopology = std::unique_ptr<hwloc_topology, HwlocTopologyDeleter>;
+
+// The level kind for an hwloc depth, or nothing if that depth adds no distance class.
+std::optional<LevelKind> classify(hwloc_topology_t topology, int depth) {
+    switch (hwloc_get_depth_type(topology, depth)) {
+        case HWLOC_OBJ_MACHINE:
+            return LevelKind::kMachine;
+        case HWLOC_OBJ_PACKAGE:
+            return LevelKind::kPackage;
+        case HWLOC_OBJ_DIE:
+        case HWLOC_OBJ_L3CACHE:
+            return LevelKind::kL3;
+        case HWLOC_OBJ_L2CACHE:
+            return LevelKind::kL2;
+        case HWLOC_OBJ_CORE:
+            return LevelKind::kCore;
+        case HWLOC_OBJ_PU:
+            return LevelKind::kPu;
+        case HWLOC_OBJ_GROUP: {
+            // hwloc 2 attaches NUMA nodes to the object with the same cpuset; a Group exists
+            // for them when no Package or cache matches, and then it is the NUMA level.
+            const int count = hwloc_get_nbobjs_by_depth(topology, depth);
+            for (int i = 0; i < count; ++i)
+                if (hwloc_get_obj_by_depth(topology, depth, static_cast<unsigned>(i))
+                        ->memory_arity > 0)
+                    return LevelKind::kNuma;
+            return std::nullopt;
+        }
+        default:
+            return std::nullopt;
+    }
+}
+
+Topology extract(hwloc_topology_t topology, std::string source) {
+    const int pu_depth = hwloc_get_type_depth(topology, HWLOC_OBJ_PU);
+    std::vector<int> depths;
+    std::vector<LevelKind> kinds;
+    for (int depth = 0; depth <= pu_depth; ++depth) {
+        if (auto kind = classify(topology, depth)) {
+            depths.push_back(depth);
+            kinds.push_back(*kind);
+        }
+    }
+    const hwloc_const_cpuset_t allowed = hwloc_topology_get_allowed_cpuset(topology);
+    std::vector<Topology::RawPu> pus;
+    hwloc_obj_t pu = nullptr;
+    while ((pu = hwloc_get_next_obj_by_type(topology, HWLOC_OBJ_PU, pu)) != nullptr) {
+        if (!hwloc_bitmap_isincluded(pu->cpuset, allowed)) continue;
+        Topology::RawPu raw{{pu->logical_index, pu->os_index}, {}};
+        for (int depth : depths)
+            raw.ancestors.push_back(
+                depth == pu_depth
+                    ? pu->logical_index
+                    : hwloc_get_ancestor_obj_by_depth(topology, depth, pu)->logical_index);
+        pus.push_back(std::move(raw));
+    }
+    return Topology(std::move(source), std::move(kinds), std::move(pus));
+}
+
+Topology load(const std::string& source, const std::function<int(hwloc_topology_t)>& configure) {
+    hwloc_topology_t raw = nullptr;
+    if (hwloc_topology_init(&raw) != 0) throw Error(source, "hwloc_topology_init failed");
+    HwlocTopology topology(raw);
+    if (configure(raw) != 0)
+        throw Error(source, std::string("hwloc rejected it (") + std::strerror(errno) + ")");
+    if (hwloc_topology_load(raw) != 0)
+        throw Error(source, std::string("hwloc could not load it (") + std::strerror(errno) + ")");
+    return extract(raw, source);
+}
+
+}  // namespace
+
+Topology Topology::from_system() {
+    return load("this system", [](hwloc_topology_t) { return 0; });
+}
+
+Topology Topology::from_xml_file(const std::filesystem::path& path) {
+    // Read the file ourselves so that a missing file is reported as such, not as bad XML.
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error("XML file " + path.string(), "cannot be opened");
+    std::ostringstream text;
+    text << in.rdbuf();
+    return from_xml_string(text.str(), "XML file " + path.string());
+}
+
+Topology Topology::from_xml_string(std::string_view xml, std::string_view name) {
+    const std::string buffer(xml);
+    if (buffer.find("<topology") == std::string::npos)
+        throw Error(name, "is not an hwloc XML topology (no <topology> element)");
+    return load(std::string(name), [&buffer](hwloc_topology_t t) {
+        // hwloc wants the terminating NUL counted in the size.
+        return hwloc_topology_set_xmlbuffer(t, buffer.c_str(), static_cast<int>(buffer.size() + 1));
+    });
+}
+
+Topology Topology::from_synthetic(std::string_view description) {
+    const std::string text(description);
+    return load("synthetic topology '" + text + "'", [&text](hwloc_topology_t t) {
+        return hwloc_topology_set_synthetic(t, text.c_str());
+    });
+}
+
+}  // namespace cdsm

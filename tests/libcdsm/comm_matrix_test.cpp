@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "cdsm/comm_matrix.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "cdsm/comm_graph.hpp"
+#include "cdsm/patterns.hpp"
+#include "test_support.hpp"
+
+namespace cdsm {
+namespace {
+
+using test::error_of;
+using ::testing::HasSubstr;
+
+TEST(CommMatrix, IsSymmetricWithAnEmptyDiagonal) {
+    CommMatrix m(4);
+    m.set(2, 1, 7);
+    m.add(1, 2, 3);
+    EXPECT_EQ(m.at(1, 2), 10u);
+    EXPECT_EQ(m.at(2, 1), 10u);
+    EXPECT_EQ(m.at(3, 3), 0u);
+    EXPECT_EQ(m.row_total(1), 10u);
+    EXPECT_EQ(m.total(), 10.0);
+    EXPECT_THAT(error_of([&] { m.set(1, 1, 1); }), HasSubstr("no pair (1, 1)"));
+    EXPECT_THAT(error_of([&] { (void)m.at(0, 4); }),
+                HasSubstr("matrix of 4 tasks: no pair (0, 4)"));
+}
+
+TEST(CommMatrix, AgingRemovesAQuarter) {
+    CommMatrix m(3);
+    m.set(0, 1, 100);
+    m.set(0, 2, 3);
+    m.set(1, 2, 1);
+    m.age();
+    EXPECT_EQ(m.at(0, 1), 75u);
+    EXPECT_EQ(m.at(0, 2), 3u);  // 3 >> 2 == 0: small counts fade slowly
+    EXPECT_EQ(m.at(1, 2), 1u);
+}
+
+TEST(CommMatrix, NormalisationScalesToTheMaximumAndKeepsWeakEdges) {
+    CommMatrix m(3);
+    m.set(0, 1, 1'000'000);
+    m.set(0, 2, 500'000);
+    m.set(1, 2, 1);
+    const CommMatrix n = m.normalised(1000);
+    EXPECT_EQ(n.at(0, 1), 1000u);
+    EXPECT_EQ(n.at(0, 2), 500u);
+    EXPECT_EQ(n.at(1, 2), 1u);
+    EXPECT_EQ(CommMatrix(3).normalised(10), CommMatrix(3));
+}
+
+TEST(CommMatrix, StructurednessSeparatesPatternsThatMappingHelps) {
+    EXPECT_NEAR(patterns::all_to_all(64).structuredness(), 0.0, 1e-12);
+    EXPECT_NEAR(patterns::random_pairs(64).structuredness(), 1.0, 1e-12);
+    EXPECT_NEAR(patterns::ring(64).structuredness(), std::sqrt((63.0 / 2 - 1) / 62), 1e-12);
+    EXPECT_GT(patterns::stencil_2d(64).structuredness(), 0.4);
+    EXPECT_EQ(CommMatrix(64).structuredness(), 0.0);
+}
+
+TEST(CommMatrix, FromSquareValidatesEveryCell) {
+    const double ok[] = {0, 2, 2, 0};
+    EXPECT_EQ(CommMatrix::from_square(ok, 2, "ok").at(0, 1), 2u);
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    const double bad_nan[] = {0, nan, 1, 0};
+    EXPECT_THAT(error_of([&] { CommMatrix::from_square(bad_nan, 2, "m.csv"); }),
+                HasSubstr("m.csv: cell (0, 1) is NaN"));
+    const double negative[] = {0, 1, -1, 0};
+    EXPECT_THAT(error_of([&] { CommMatrix::from_square(negative, 2, "m.csv"); }),
+                HasSubstr("m.csv: cell (1, 0) is negative"));
+    const double fraction[] = {0, 1.5, 1.5, 0};
+    EXPECT_THAT(error_of([&] { CommMatrix::from_square(fraction, 2, "m"); }),
+                HasSubstr("is not a whole event count"));
+    const double asymmetric[] = {0, 1, 3, 0};
+    EXPECT_THAT(error_of([&] { CommMatrix::from_square(asymmetric, 2, "m"); }),
+                HasSubstr("m: is not symmetric: cell (0, 1) = 1"));
+    EXPECT_EQ(
+        CommMatrix::from_square(asymmetric, 2, "m", CommMatrix::Symmetry::kAddTranspose).at(0, 1),
+        4u);
+    EXPECT_THAT(error_of([&] { CommMatrix::from_square(ok, 3, "m"); }),
+                HasSubstr("m: has 4 values, a 3x3 matrix needs 9"));
+}
+
+TEST(CommGraph, KeepsEveryEdgeOfSmallMatrices) {
+    const CommGraph g(patterns::all_to_all(16));
+    EXPECT_EQ(g.edge_count(), 16u * 15 / 2);
+    EXPECT_EQ(g.kept_fraction(), 1.0);
+}
+
+TEST(CommGraph, PrunesWeakEdgesOfLargeMatrices) {
+    // A 2-D stencil under uniform background noise: pruning keeps the stencil.
+    CommMatrix m = patterns::stencil_2d(256);
+    const CommMatrix stencil = m;
+    for (std::size_t i = 0; i < 256; ++i)
+        for (std::size_t j = i + 1; j < 256; ++j) m.add(i, j, 1);
+    const CommGraph g(m, PruneOptions{.min_tasks = 128, .keep_per_task = 4});
+    EXPECT_LT(g.edge_count(), 256u * 4);
+    for (std::size_t i = 0; i < 256; ++i) {
+        std::size_t strong = 0;
+        for (std::size_t k = g.offsets()[i]; k < g.offsets()[i + 1]; ++k)
+            strong += stencil.at(i, g.neighbours()[k]) > 0;
+        EXPECT_EQ(strong, stencil.row_total(i) / 100) << "task " << i;
+    }
+    EXPECT_LT(g.kept_fraction(), 1.0);
+    EXPECT_GT(g.kept_fraction(), 0.5);
+}
+
+}  // namespace
+}  // namespace cdsm

@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "cdsm/distances.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "cdsm/scotch_mapper.hpp"
+#include "test_support.hpp"
+
+namespace cdsm {
+namespace {
+
+using test::error_of;
+using test::machine;
+using ::testing::HasSubstr;
+
+TEST(Distances, DefaultsRiseFromCoreToOtherPackage) {
+    const LevelCosts c;
+    EXPECT_LT(c.core, c.l3);
+    EXPECT_LT(c.l3, c.package);
+    EXPECT_LT(c.package, c.machine);
+    const Topology t = machine("16em64t-4s2c2t.xml");
+    const Distances d(t);
+    EXPECT_EQ(d(0, 0), 0u);
+    EXPECT_EQ(d(0, 1), c.core);     // SMT siblings (OS 0 and 8)
+    EXPECT_EQ(d(0, 2), c.l3);       // other core, same L3
+    EXPECT_EQ(d(0, 4), c.machine);  // other package
+    EXPECT_EQ(d(4, 0), d(0, 4));
+    EXPECT_EQ(d.max(), c.machine);
+}
+
+TEST(Distances, UseTheConfiguredCosts) {
+    const Topology t = Topology::from_synthetic("pack:2 core:2 pu:2");
+    const Distances d(t, LevelCosts{.core = 2, .package = 7, .machine = 30});
+    EXPECT_EQ(d(0, 1), 2u);
+    EXPECT_EQ(d(0, 2), 7u);
+    EXPECT_EQ(d(0, 7), 30u);
+}
+
+TEST(Distances, RejectCostsThatAreZeroOrFall) {
+    const Topology t = test::small_machine();
+    EXPECT_THAT(error_of([&] { Distances(t, LevelCosts{.core = 0}); }),
+                HasSubstr("core cost must be at least 1"));
+    EXPECT_THAT(error_of([&] { Distances(t, LevelCosts{.package = 2}); }),
+                HasSubstr("package cost 2 is below numa cost 4"));
+}
+
+// Scotch's tree-leaf target adds link costs from the leaf up; the table it gives back must be
+// exactly the configured distances, for symmetric trees, restricted ones (sub-architecture) and
+// levels of equal cost (merged).
+void expect_target_equals_distances(const Topology& t, LevelCosts costs = {}) {
+    const Distances d(t, costs);
+    const auto scotch = ScotchMapper::target_distances(t, d);
+    for (PuId a = 0; a < t.pu_count(); ++a)
+        for (PuId b = 0; b < t.pu_count(); ++b)
+            ASSERT_EQ(scotch[a * t.pu_count() + b], d(a, b))
+                << t.source() << ": PUs " << a << " and " << b;
+}
+
+TEST(Distances, ScotchTargetReproducesThem) {
+    for (const char* xml : {"16em64t-4s2c2t.xml", "24em64t-2n6c2t-pci.xml",
+                            "32em64t-2n8c2t-pci-noio.xml", "16amd64-8n2c-cpusets.xml"})
+        expect_target_equals_distances(machine(xml));
+    expect_target_equals_distances(
+        test::small_machine(),
+        LevelCosts{.core = 3, .l2 = 4, .l3 = 5, .numa = 6, .package = 7, .machine = 40});
+    expect_target_equals_distances(Topology::from_synthetic("pack:2 l3:2 core:3 pu:2"),
+                                   LevelCosts{.l3 = 5, .numa = 5, .package = 5});
+    const std::uint32_t cpus[] = {0, 16, 1, 8, 24};
+    expect_target_equals_distances(machine("32em64t-2n8c2t-pci-noio.xml").restricted_to(cpus));
+}
+
+}  // namespace
+}  // namespace cdsm

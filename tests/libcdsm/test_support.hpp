@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: GPL-2.0
+// Machines the tests map onto, and a way to read an expected error.
+#pragma once
+
+#include <string>
+
+#include "cdsm/cost.hpp"
+#include "cdsm/distances.hpp"
+#include "cdsm/error.hpp"
+#include "cdsm/mapper.hpp"
+#include "cdsm/topology.hpp"
+
+namespace cdsm::test {
+
+inline std::string data_path(const std::string& relative) {
+    return std::string(CDSM_TEST_DATA_DIR) + "/" + relative;
+}
+
+/// One of tests/data/topologies/*.xml (from hwloc's test suite), by file name.
+inline Topology machine(const std::string& xml) {
+    return Topology::from_xml_file(data_path("topologies/" + xml));
+}
+
+/// 2 packages x 2 cores x 2 PUs: the machine of the exhaustive comparisons.
+inline Topology small_machine() {
+    return Topology::from_synthetic("pack:2 core:2 pu:2");
+}
+
+/// A machine with its default distances, to map onto and to score placements.
+struct Target {
+    Topology topology;
+    Distances distances;
+    explicit Target(Topology t) : topology(std::move(t)), distances(topology) {}
+    Placement map(const Mapper& mapper, const CommMatrix& m,
+                  const Placement* current = nullptr) const {
+        return mapper.map(MappingProblem{m, topology, distances, current});
+    }
+    double cost(const CommMatrix& m, const Placement& p) const {
+        return mapping_cost(m, p, distances);
+    }
+};
+
+/// The message of the cdsm::Error that `action` throws, or "no error".
+inline std::string error_of(const auto& action) {
+    try {
+        action();
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "no error";
+}
+
+}  // namespace cdsm::test

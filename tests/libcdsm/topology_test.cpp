@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "cdsm/topology.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <set>
+
+#include "cdsm/error.hpp"
+#include "test_support.hpp"
+
+namespace cdsm {
+namespace {
+
+using test::error_of;
+using test::machine;
+using ::testing::HasSubstr;
+
+TEST(Topology, SyntheticKeepsEveryBranchingLevel) {
+    const Topology t = Topology::from_synthetic("pack:2 core:2 pu:2");
+    EXPECT_EQ(t.pu_count(), 8u);
+    EXPECT_EQ(t.describe(), "Machine:2 Package:2 Core:2 PU");
+    EXPECT_TRUE(t.is_symmetric());
+    EXPECT_EQ(t.common_level(0, 1), 2u);  // SMT siblings meet at the core
+    EXPECT_EQ(t.common_level(0, 2), 1u);  // other core, same package
+    EXPECT_EQ(t.common_level(0, 4), 0u);  // other package
+    EXPECT_EQ(t.common_level(5, 5), 3u);
+}
+
+TEST(Topology, LevelsThatDoNotBranchCollapse) {
+    // One L3 per package and one PU per core: the package and core levels add nothing.
+    const Topology t = Topology::from_synthetic("pack:2 l3:1 core:4 pu:1");
+    EXPECT_EQ(t.describe(), "Machine:2 L3:4 PU");
+    // One package only: the machine level is the package's L3.
+    EXPECT_EQ(Topology::from_synthetic("pack:1 l3:1 core:4 pu:2").describe(), "L3:4 Core:2 PU");
+    EXPECT_EQ(Topology::from_synthetic("pack:1 core:1 pu:1").describe(), "PU");
+}
+
+TEST(Topology, XmlKeepsOsAndLogicalIndicesApart) {
+    const Topology t = machine("16em64t-4s2c2t.xml");
+    ASSERT_EQ(t.pu_count(), 16u);
+    EXPECT_EQ(t.describe(), "Machine:4 L3:2 Core:2 PU");
+    // SMT siblings are logical 0 and 1 but OS 0 and 8.
+    EXPECT_EQ(t.pu(0).logical_index, 0u);
+    EXPECT_EQ(t.pu(0).os_index, 0u);
+    EXPECT_EQ(t.pu(1).logical_index, 1u);
+    EXPECT_EQ(t.pu(1).os_index, 8u);
+    EXPECT_EQ(t.common_level(0, 1), t.level_count() - 2);
+    EXPECT_EQ(t.find_os_index(8), PuId{1});
+    EXPECT_EQ(t.find_os_index(1), PuId{4});  // OS 1 is on the second package
+    EXPECT_EQ(t.find_os_index(99), std::nullopt);
+
+    const Topology big = machine("32em64t-2n8c2t-pci-noio.xml");
+    EXPECT_EQ(big.pu_count(), 32u);
+    EXPECT_EQ(big.pu(1).os_index, 16u);
+    EXPECT_EQ(big.describe(), "Machine:2 L3:8 Core:2 PU");
+    EXPECT_EQ(machine("24em64t-2n6c2t-pci.xml").describe(), "Machine:2 L3:6 Core:2 PU");
+}
+
+TEST(Topology, RestrictedCpusetGivesAnAsymmetricTree) {
+    // The XML's allowed cpuset keeps 10 of 16 PUs; two packages keep a single core.
+    const Topology t = machine("16amd64-8n2c-cpusets.xml");
+    ASSERT_EQ(t.pu_count(), 10u);
+    std::set<std::uint32_t> os;
+    for (const Pu& pu : t.pus()) os.insert(pu.os_index);
+    EXPECT_EQ(os, (std::set<std::uint32_t>{0, 1, 2, 3, 5, 6, 12, 13, 14, 15}));
+    EXPECT_FALSE(t.is_symmetric());
+    EXPECT_EQ(t.describe(), "Machine:6 Package:1-2 PU");
+    EXPECT_EQ(t.common_level(*t.find_os_index(0), *t.find_os_index(1)), 1u);
+    EXPECT_EQ(t.common_level(*t.find_os_index(5), *t.find_os_index(6)), 0u);
+}
+
+TEST(Topology, RestrictingToCpusRebuildsTheHierarchy) {
+    const Topology t = machine("32em64t-2n8c2t-pci-noio.xml");
+    // Two cores (OS 0/16 and 1/17) of the first package.
+    const std::uint32_t cpus[] = {0, 16, 1, 17};
+    const Topology r = t.restricted_to(cpus);
+    EXPECT_EQ(r.pu_count(), 4u);
+    EXPECT_EQ(r.describe(), "L3:2 Core:2 PU");
+    EXPECT_EQ(r.pu(1).os_index, 16u);
+    // One PU on each of two cores of both packages: the core level collapses.
+    const std::uint32_t spread[] = {0, 1, 8, 9};
+    EXPECT_EQ(t.restricted_to(spread).describe(), "Machine:2 L3:2 PU");
+    const std::uint32_t none[] = {99};
+    EXPECT_THAT(error_of([&] { (void)t.restricted_to(none); }), HasSubstr("none of the 1"));
+}
+
+TEST(Topology, RunningMachineHasOnlyOnlinePus) {
+    const Topology t = Topology::from_system();
+    ASSERT_GE(t.pu_count(), 1u);
+    std::set<std::uint32_t> os;
+    for (const Pu& pu : t.pus()) {
+        EXPECT_TRUE(os.insert(pu.os_index).second);
+        std::ifstream online("/sys/devices/system/cpu/cpu" + std::to_string(pu.os_index) +
+                             "/online");
+        int flag = 1;  // cpu0 often has no "online" file: it cannot go offline
+        if (online) online >> flag;
+        EXPECT_EQ(flag, 1) << "PU with OS index " << pu.os_index << " is offline";
+    }
+}
+
+TEST(Topology, BadInputsNameTheInput) {
+    EXPECT_THAT(error_of([] { (void)Topology::from_synthetic("pack:2 bogus:3"); }),
+                HasSubstr("synthetic topology 'pack:2 bogus:3'"));
+    EXPECT_THAT(error_of([] { (void)Topology::from_xml_file("/nonexistent/m.xml"); }),
+                HasSubstr("/nonexistent/m.xml: cannot be opened"));
+    EXPECT_THAT(error_of([] { (void)Topology::from_xml_string("<topology><object", "bad.xml"); }),
+                HasSubstr("bad.xml: hwloc"));
+    EXPECT_THAT(error_of([] { (void)Topology::from_xml_string("hello", "text.xml"); }),
+                HasSubstr("text.xml: is not an hwloc XML topology"));
+}
+
+}  // namespace
+}  // namespace cdsm
