@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "cdsm/matrix_io.hpp"
+
+#include <charconv>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "cdsm/error.hpp"
+
+namespace cdsm {
+namespace {
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+    while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+        s.remove_suffix(1);
+    return s;
+}
+
+double parse_number(std::string_view token, std::string_view name, std::size_t row,
+                    std::size_t column) {
+    token = trim(token);
+    double value = 0;
+    const auto [end, ec] = std::from_chars(token.data(), token.data() + token.size(), value);
+    if (ec != std::errc() || end != token.data() + token.size())
+        throw Error(name, "row " + std::to_string(row) + ", column " + std::to_string(column) +
+                              ": '" + std::string(token) + "' is not a number");
+    return value;
+}
+
+// Checks that a matrix has `rows` rows of `rows` values.
+void check_row(std::size_t length, std::size_t row, std::size_t rows, std::string_view name) {
+    if (length != rows)
+        throw Error(name, "row " + std::to_string(row) + " has " + std::to_string(length) +
+                              " values but there are " + std::to_string(rows) +
+                              " rows (the matrix must be square)");
+}
+
+std::string read_text(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw Error(path.string(), "cannot be opened");
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+}  // namespace
+
+CommMatrix parse_matrix_csv(std::string_view text, std::string_view name) {
+    std::vector<std::vector<double>> rows;
+    while (!text.empty()) {
+        const auto eol = text.find('\n');
+        const std::string_view line = trim(text.substr(0, eol));
+        text = eol == std::string_view::npos ? std::string_view() : text.substr(eol + 1);
+        if (line.empty()) continue;
+        std::vector<double> row;
+        for (std::string_view rest = line;;) {
+            const auto comma = rest.find(',');
+            row.push_back(parse_number(rest.substr(0, comma), name, rows.size(), row.size()));
+            if (comma == std::string_view::npos) break;
+            rest = rest.substr(comma + 1);
+        }
+        rows.push_back(std::move(row));
+    }
+    std::vector<double> values;
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+        check_row(rows[r].size(), r, rows.size(), name);
+        values.insert(values.end(), rows[r].begin(), rows[r].end());
+    }
+    return CommMatrix::from_square(values, rows.size(), name);
+}
+
+std::string format_matrix_csv(const CommMatrix& matrix) {
+    std::string out;
+    for (std::size_t i = 0; i < matrix.size(); ++i) {
+        for (std::size_t j = 0; j < matrix.size(); ++j) {
+            if (j > 0) out += ',';
+            out += std::to_string(matrix.at(i, j));
+        }
+        out += '\n';
+    }
+    return out;
+}
+
+TaskMatrix parse_matrix_json(std::string_view text, std::string_view name) {
+    const auto json = nlohmann::json::parse(text, nullptr, false);
+    if (json.is_discarded()) throw Error(name, "malformed JSON");
+    if (!json.is_object() || !json.contains("matrix") || !json["matrix"].is_array())
+        throw Error(name, "has no \"matrix\" array");
+    const auto& rows = json["matrix"];
+    std::vector<double> values;
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+        if (!rows[r].is_array())
+            throw Error(name, "matrix row " + std::to_string(r) + " is not an array");
+        check_row(rows[r].size(), r, rows.size(), name);
+        for (std::size_t c = 0; c < rows[r].size(); ++c) {
+            if (!rows[r][c].is_number())
+                throw Error(name, "row " + std::to_string(r) + ", column " + std::to_string(c) +
+                                      ": " + rows[r][c].dump() + " is not a number");
+            values.push_back(rows[r][c].get<double>());
+        }
+    }
+    TaskMatrix out{{}, CommMatrix::from_square(values, rows.size(), name)};
+    if (json.contains("tasks")) {
+        const auto& tasks = json["tasks"];
+        if (!tasks.is_array()) throw Error(name, "\"tasks\" is not an array");
+        if (tasks.size() != rows.size())
+            throw Error(name, "lists " + std::to_string(tasks.size()) +
+                                  " tasks but the matrix has " + std::to_string(rows.size()) +
+                                  " rows");
+        for (const auto& id : tasks) {
+            if (!id.is_number_integer())
+                throw Error(name, "task id " + id.dump() + " is not an integer");
+            out.tasks.push_back(id.get<std::int64_t>());
+        }
+    }
+    return out;
+}
+
+std::string format_matrix_json(const CommMatrix& matrix, std::span<const std::int64_t> tasks) {
+    if (!tasks.empty() && tasks.size() != matrix.size())
+        throw Error("task list of " + std::to_string(tasks.size()) + " ids",
+                    "does not match the matrix of " + std::to_string(matrix.size()) + " tasks");
+    nlohmann::json rows = nlohmann::json::array();
+    for (std::size_t i = 0; i < matrix.size(); ++i) {
+        nlohmann::json row = nlohmann::json::array();
+        for (std::size_t j = 0; j < matrix.size(); ++j) row.push_back(matrix.at(i, j));
+        rows.push_back(std::move(row));
+    }
+    nlohmann::json out{{"matrix", std::move(rows)}};
+    if (!tasks.empty()) out["tasks"] = std::vector<std::int64_t>(tasks.begin(), tasks.end());
+    return out.dump() + "\n";
+}
+
+TaskMatrix read_matrix_file(const std::filesystem::path& path) {
+    const std::string text = read_text(path);
+    if (path.extension() == ".json") return parse_matrix_json(text, path.string());
+    if (path.extension() == ".csv") return {{}, parse_matrix_csv(text, path.string())};
+    throw Error(path.string(), "unknown matrix format (expected .csv or .json)");
+}
+
+void write_matrix_file(const std::filesystem::path& path, const CommMatrix& matrix,
+                       std::span<const std::int64_t> tasks) {
+    std::string text;
+    if (path.extension() == ".json")
+        text = format_matrix_json(matrix, tasks);
+    else if (path.extension() == ".csv")
+        text = format_matrix_csv(matrix);
+    else
+        throw Error(path.string(), "unknown matrix format (expected .csv or .json)");
+    std::ofstream out(path, std::ios::binary);
+    if (!(out << text)) throw Error(path.string(), "cannot be written");
+}
+
+}  // namespace cdsm

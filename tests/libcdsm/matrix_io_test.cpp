@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "cdsm/matrix_io.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include "cdsm/patterns.hpp"
+#include "test_support.hpp"
+
+namespace cdsm {
+namespace {
+
+using test::error_of;
+using ::testing::HasSubstr;
+
+TEST(MatrixIo, CsvAndJsonRoundTrip) {
+    const CommMatrix m = patterns::random_sparse(12, 3, 9);
+    EXPECT_EQ(parse_matrix_csv(format_matrix_csv(m), "m.csv"), m);
+    const std::vector<std::int64_t> tids = {100, 101, 102, 103, 104, 105,
+                                            106, 107, 108, 109, 110, 111};
+    const TaskMatrix back = parse_matrix_json(format_matrix_json(m, tids), "m.json");
+    EXPECT_EQ(back.matrix, m);
+    EXPECT_EQ(back.tasks, tids);
+    const auto dir = std::filesystem::temp_directory_path();
+    for (const char* ext : {".csv", ".json"}) {
+        const auto path = dir / ("cdsm-matrix-" + std::to_string(getpid()) + ext);
+        write_matrix_file(path, m, tids);
+        EXPECT_EQ(read_matrix_file(path).matrix, m) << ext;
+        std::filesystem::remove(path);
+    }
+}
+
+TEST(MatrixIo, CsvToleratesSpacesAndBlankLines) {
+    const CommMatrix m = parse_matrix_csv(" 0, 5 ,1\r\n5,0,0\n\n1,0,0\n", "m.csv");
+    EXPECT_EQ(m.at(0, 1), 5u);
+    EXPECT_EQ(m.at(2, 0), 1u);
+}
+
+TEST(MatrixIo, BadCsvNamesTheProblemAndTheInput) {
+    EXPECT_THAT(
+        error_of([] { parse_matrix_csv("0,1\n1,0,3\n", "m.csv"); }),
+        HasSubstr("m.csv: row 1 has 3 values but there are 2 rows (the matrix must be square)"));
+    EXPECT_THAT(error_of([] { parse_matrix_csv("0,x\n1,0\n", "m.csv"); }),
+                HasSubstr("m.csv: row 0, column 1: 'x' is not a number"));
+    EXPECT_THAT(error_of([] { parse_matrix_csv("0,-1\n-1,0\n", "m.csv"); }),
+                HasSubstr("m.csv: cell (0, 1) is negative"));
+    EXPECT_THAT(error_of([] { parse_matrix_csv("0,nan\nnan,0\n", "m.csv"); }),
+                HasSubstr("m.csv: cell (0, 1) is NaN"));
+    EXPECT_THAT(error_of([] { parse_matrix_csv("0,1\n2,0\n", "m.csv"); }),
+                HasSubstr("m.csv: is not symmetric"));
+    EXPECT_THAT(error_of([] { read_matrix_file("/nonexistent/m.csv"); }),
+                HasSubstr("/nonexistent/m.csv: cannot be opened"));
+    EXPECT_THAT(error_of([] { write_matrix_file("m.txt", CommMatrix(1)); }),
+                HasSubstr("m.txt: unknown matrix format"));
+}
+
+TEST(MatrixIo, BadJsonNamesTheProblemAndTheInput) {
+    EXPECT_THAT(error_of([] { parse_matrix_json("{\"matrix\": [[0,1],", "m.json"); }),
+                HasSubstr("m.json: malformed JSON"));
+    EXPECT_THAT(error_of([] { parse_matrix_json("{\"rows\": []}", "m.json"); }),
+                HasSubstr("m.json: has no \"matrix\" array"));
+    EXPECT_THAT(error_of([] { parse_matrix_json("{\"matrix\": [[0,1],[1]]}", "m.json"); }),
+                HasSubstr("row 1 has 1 values but there are 2 rows"));
+    EXPECT_THAT(error_of([] { parse_matrix_json("{\"matrix\": [[0,null],[1,0]]}", "m.json"); }),
+                HasSubstr("row 0, column 1: null is not a number"));
+    EXPECT_THAT(error_of([] {
+                    parse_matrix_json("{\"tasks\": [1,2,3], \"matrix\": [[0,1],[1,0]]}", "m.json");
+                }),
+                HasSubstr("m.json: lists 3 tasks but the matrix has 2 rows"));
+    EXPECT_THAT(error_of([] { format_matrix_json(CommMatrix(2), std::vector<std::int64_t>{1}); }),
+                HasSubstr("task list of 1 ids: does not match the matrix of 2 tasks"));
+}
+
+}  // namespace
+}  // namespace cdsm
