@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: GPL-2.0
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+#include "cdsm/mapper.hpp"
+
+namespace cdsm {
+
+struct RemapOptions {
+    /// The new placement is taken only if it costs at most (1 - min_gain) times the current
+    /// one: migrations are not free, and a mapper can return something worse (Scotch on rings
+    /// of 256+ tasks cost up to 1.5 times the identity placement).
+    double min_gain = 0.05;
+};
+
+/// What Remapper decided.
+struct RemapDecision {
+    Placement placement;   ///< what to apply: the current placement when nothing changed
+    bool changed = false;  ///< placement differs from the current one
+    double current_cost = 0;
+    double proposed_cost = 0;  ///< of the mapper's (relabelled) proposal
+    std::size_t moved = 0;     ///< tasks whose PU changes
+};
+
+/// Decides whether to migrate: maps, relabels the result to move as few tasks as possible, and
+/// keeps the current placement unless the new one is better by the margin. A current placement
+/// that is not balanced (several tasks stacked on a PU while others idle) is always replaced.
+class Remapper {
+  public:
+    explicit Remapper(std::unique_ptr<Mapper> mapper, RemapOptions options = {});
+    RemapDecision decide(const CommMatrix& matrix, const Topology& topology,
+                         const Distances& distances, const Placement& current) const;
+
+  private:
+    std::unique_ptr<Mapper> mapper_;
+    RemapOptions options_;
+};
+
+}  // namespace cdsm

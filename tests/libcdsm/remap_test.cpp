@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "cdsm/baseline_mappers.hpp"
+#include "cdsm/exhaustive_mapper.hpp"
+#include "cdsm/patterns.hpp"
+#include "cdsm/relabel.hpp"
+#include "cdsm/remapper.hpp"
+#include "cdsm/scotch_mapper.hpp"
+#include "test_support.hpp"
+
+namespace cdsm {
+namespace {
+
+using test::machine;
+using test::Target;
+
+// The automorphism of pack:2 core:2 pu:2 given by 7 flip bits: bit 0 swaps the packages, bits
+// 1-2 the cores of package 0 and 1, bits 3-6 the PUs of each core.
+PuId flip(PuId pu, unsigned bits) {
+    const unsigned pack = pu / 4, core = pu / 2 % 2, thread = pu % 2;
+    const unsigned new_core = core ^ ((bits >> (1 + pack)) & 1);
+    const unsigned new_thread = thread ^ ((bits >> (3 + pack * 2 + core)) & 1);
+    return static_cast<PuId>((pack ^ (bits & 1)) * 4 + new_core * 2 + new_thread);
+}
+
+Placement apply(const Placement& p, unsigned bits) {
+    std::vector<PuId> pus;
+    for (PuId pu : p.pus()) pus.push_back(flip(pu, bits));
+    return Placement(std::move(pus));
+}
+
+TEST(Relabel, UndoesAPermutationOfEquivalentSubtrees) {
+    const Target s(machine("32em64t-2n8c2t-pci-noio.xml"));
+    const CommMatrix m = patterns::stencil_2d(32);
+    const Placement mapped = s.map(ScotchMapper(), m);
+    // The same placement with the packages exchanged and the SMT siblings of every core too.
+    std::vector<PuId> moved;
+    for (PuId pu : mapped.pus()) moved.push_back((pu + 16) % 32 ^ 1u);
+    const Placement current(moved);
+    ASSERT_EQ(mapped.moves_from(current), 32u);
+    const Placement relabelled = relabel_to_minimise_moves(mapped, current, s.topology);
+    EXPECT_EQ(relabelled, current);
+    EXPECT_EQ(s.cost(m, relabelled), s.cost(m, mapped));
+}
+
+TEST(Relabel, MovesAsFewTasksAsTheBestSymmetry) {
+    // Against every one of the 128 symmetries of the small machine, by brute force.
+    const Target s(test::small_machine());
+    for (std::uint64_t seed = 1; seed <= 20; ++seed) {
+        const CommMatrix m = patterns::random_sparse(7, 2, seed);
+        const Placement proposed = s.map(RandomMapper(seed), m);
+        const Placement current = s.map(RandomMapper(seed + 100), m);
+        std::size_t fewest = proposed.size();
+        for (unsigned bits = 0; bits < 128; ++bits)
+            fewest = std::min(fewest, apply(proposed, bits).moves_from(current));
+        const Placement relabelled = relabel_to_minimise_moves(proposed, current, s.topology);
+        EXPECT_EQ(relabelled.moves_from(current), fewest) << "seed " << seed;
+        EXPECT_EQ(s.cost(m, relabelled), s.cost(m, proposed)) << "seed " << seed;
+    }
+}
+
+TEST(Relabel, KeepsRestrictedMachinesValid) {
+    const Target s(machine("16amd64-8n2c-cpusets.xml"));
+    const CommMatrix m = patterns::random_pairs(8);
+    const Placement proposed = s.map(ScotchMapper(), m);
+    const Placement current = s.map(RandomMapper(3), m);
+    const Placement relabelled = relabel_to_minimise_moves(proposed, current, s.topology);
+    EXPECT_TRUE(relabelled.is_balanced(10));
+    EXPECT_EQ(s.cost(m, relabelled), s.cost(m, proposed));
+    EXPECT_LE(relabelled.moves_from(current), proposed.moves_from(current));
+}
+
+Remapper scotch_remapper(double min_gain = 0.05) {
+    return Remapper(std::make_unique<ScotchMapper>(), RemapOptions{.min_gain = min_gain});
+}
+
+TEST(Remapper, KeepsAnOptimalCurrentPlacement) {
+    const Target s(test::small_machine());
+    const CommMatrix m = patterns::clusters(8, 2);
+    const Placement best = s.map(ExhaustiveMapper(), m);
+    const RemapDecision d = scotch_remapper().decide(m, s.topology, s.distances, best);
+    EXPECT_FALSE(d.changed);
+    EXPECT_EQ(d.placement, best);
+    EXPECT_EQ(d.moved, 0u);
+}
+
+TEST(Remapper, IsNeverWorseThanTheCurrentPlacement) {
+    const Target s(machine("32em64t-2n8c2t-pci-noio.xml"));
+    for (std::size_t n : {32u, 64u, 256u}) {
+        for (const auto& [name, m] : patterns::suite(n)) {
+            for (const char* start : {"compact", "scatter", "random"}) {
+                const Placement current = s.map(*make_mapper(start), m);
+                const RemapDecision d =
+                    scotch_remapper().decide(m, s.topology, s.distances, current);
+                EXPECT_LE(s.cost(m, d.placement), s.cost(m, current)) << name << " n=" << n;
+                EXPECT_EQ(d.moved, d.placement.moves_from(current));
+                if (d.changed) {
+                    EXPECT_LE(d.proposed_cost, 0.95 * d.current_cost);
+                }
+            }
+        }
+    }
+}
+
+TEST(Remapper, MigratesOnlyForAGainAboveTheMargin) {
+    const Target s(test::small_machine());
+    const CommMatrix m = patterns::clusters(8, 2);
+    const Placement best = s.map(ExhaustiveMapper(), m);
+    // Exchange two tasks of different pairs: somewhat worse than the optimum.
+    std::vector<PuId> pus(best.pus().begin(), best.pus().end());
+    std::swap(pus[0], pus[1]);
+    const Placement current(pus);
+    const double gain = 1 - s.cost(m, best) / s.cost(m, current);
+    ASSERT_GT(gain, 0.0);
+    EXPECT_FALSE(scotch_remapper(gain + 0.01).decide(m, s.topology, s.distances, current).changed);
+    const RemapDecision d =
+        scotch_remapper(gain - 0.01).decide(m, s.topology, s.distances, current);
+    EXPECT_TRUE(d.changed);
+    EXPECT_EQ(s.cost(m, d.placement), s.cost(m, best));
+    // With the optimum as proposal, relabelling moves back only the two exchanged tasks.
+    const Remapper exact(std::make_unique<ExhaustiveMapper>(), RemapOptions{.min_gain = 0});
+    EXPECT_EQ(exact.decide(m, s.topology, s.distances, current).moved, 2u);
+}
+
+TEST(Remapper, ReplacesAnUnbalancedPlacement) {
+    const Target s(test::small_machine());
+    const CommMatrix m = patterns::ring(8);
+    const Placement stacked(std::vector<PuId>(8, 0));  // cost 0, but eight tasks on one PU
+    const RemapDecision d = scotch_remapper().decide(m, s.topology, s.distances, stacked);
+    EXPECT_TRUE(d.changed);
+    EXPECT_TRUE(d.placement.is_balanced(8));
+}
+
+}  // namespace
+}  // namespace cdsm
