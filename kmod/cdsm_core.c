@@ -56,6 +56,28 @@ void cdsm_blocks_clear(struct cdsm_blocks *b)
 }
 
 /**
+ * cdsm_blocks_move() - carry a block's sharers to its new number, after the
+ * kernel migrated its page: the old number may soon hold another page.
+ * @b:		the table.
+ * @from:	old block number.
+ * @to:		new block number.
+ */
+void cdsm_blocks_move(struct cdsm_blocks *b, u64 from, u64 to)
+{
+	size_t e = hash_64(from, b->nr_entries_log2);
+	size_t f = hash_64(to, b->nr_entries_log2);
+	size_t sz = b->nr_sharers * sizeof(u32);
+
+	if (b->tags[e] != from + 1)
+		return;
+	if (b->tags[f] && b->tags[f] != to + 1)
+		b->evictions++;
+	memmove(b->sharers + f * b->nr_sharers, b->sharers + e * b->nr_sharers, sz);
+	b->tags[e] = 0;
+	b->tags[f] = to + 1;
+}
+
+/**
  * cdsm_blocks_record() - record an access of @sharer to @block.
  * @b:		the table.
  * @block:	block number (physical address >> block shift).

@@ -323,6 +323,7 @@ static long cdsm_ioc_counters(void __user *uarg)
 	c.evictions = cdsm_worker_evictions();
 	c.alloc_failures = cdsm_stat_sum(CDSM_STAT_ALLOC_FAILURES);
 	c.events_lost = cdsm_stat_sum(CDSM_STAT_EVENTS_LOST);
+	c.migrated = cdsm_stat_sum(CDSM_STAT_MIGRATED);
 	spin_lock(&cdsm_lock);
 	for (slot = 0; slot < CDSM_MAX_APPS; slot++) {
 		if (!cdsm_apps[slot])

@@ -45,10 +45,12 @@ static struct cdsm_ring **cdsm_rings;
 /**
  * struct cdsm_fault_data - kretprobe instance data, entry to return.
  * @address:	the faulting user address.
+ * @hint_pfn:	PFN under a PROT_NONE entry at entry (hinting fault), else 0.
  * @sharer:	the tracked task.
  */
 struct cdsm_fault_data {
 	unsigned long address;
+	unsigned long hint_pfn;
 	u32 sharer;
 };
 
@@ -135,8 +137,11 @@ static int cdsm_fault_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 	if (!d->sharer)
 		return 1;
 	d->address = regs_get_kernel_argument(regs, 1);
-	if (cdsm_lookup_pfn(d->address, &pfn, &protnone) && protnone)
+	d->hint_pfn = 0;
+	if (cdsm_lookup_pfn(d->address, &pfn, &protnone) && protnone) {
 		cdsm_stat_add(CDSM_STAT_REARM_TAKEN, 1);
+		d->hint_pfn = pfn;
+	}
 	return 0;
 }
 NOKPROBE_SYMBOL(cdsm_fault_entry);
@@ -167,6 +172,9 @@ static int cdsm_fault_return(struct kretprobe_instance *ri, struct pt_regs *regs
 	}
 	rec = &ring->rec[head % CDSM_RING_LEN];
 	rec->paddr = PFN_PHYS(pfn) | (d->address & ~PAGE_MASK);
+	/* do_numa_page() may have migrated the page: its blocks move too. */
+	rec->old_paddr = d->hint_pfn && d->hint_pfn != pfn ?
+			 PFN_PHYS(d->hint_pfn) | (d->address & ~PAGE_MASK) : 0;
 	rec->sharer = d->sharer;
 	/* Publish the record to the consumer's acquire of head. */
 	smp_store_release(&ring->head, head + 1);

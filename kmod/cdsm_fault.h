@@ -15,11 +15,14 @@
 /**
  * struct cdsm_fault_rec - one recorded fault.
  * @paddr:	physical address of the faulting byte.
+ * @old_paddr:	its address before the fault if the kernel migrated the page
+ *		on a hinting fault, else 0.
  * @sharer:	cdsm_sharer() of the faulting task.
  * @pad:	unused.
  */
 struct cdsm_fault_rec {
 	u64 paddr;
+	u64 old_paddr;
 	u32 sharer;
 	u32 pad;
 };

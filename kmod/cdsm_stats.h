@@ -19,6 +19,7 @@
  * @CDSM_STAT_DROPPED:		faults not recorded.
  * @CDSM_STAT_ALLOC_FAILURES:	allocations that failed.
  * @CDSM_STAT_EVENTS_LOST:	netlink events lost.
+ * @CDSM_STAT_MIGRATED:		hinting faults that migrated the page.
  * @CDSM_NR_STATS:		number of counters.
  */
 enum cdsm_stat {
@@ -30,6 +31,7 @@ enum cdsm_stat {
 	CDSM_STAT_DROPPED,
 	CDSM_STAT_ALLOC_FAILURES,
 	CDSM_STAT_EVENTS_LOST,
+	CDSM_STAT_MIGRATED,
 	CDSM_NR_STATS,
 };
 

@@ -55,6 +55,22 @@ static void cdsm_worker_grow(struct cdsm_app *app)
 	kvfree(old);
 }
 
+/*
+ * The kernel migrated the faulting page: move the blocks of the old page
+ * (or of its 4 KiB part that faulted, for a huge page) to the new one, so
+ * that their sharers follow the data and the old frame starts clean.
+ */
+static void cdsm_worker_move_page(const struct cdsm_fault_rec *rec, unsigned int shift)
+{
+	u64 from = (rec->old_paddr & PAGE_MASK) >> shift;
+	u64 to = (rec->paddr & PAGE_MASK) >> shift;
+	u64 i, n = shift < PAGE_SHIFT ? 1ULL << (PAGE_SHIFT - shift) : 1;
+
+	cdsm_stat_add(CDSM_STAT_MIGRATED, 1);
+	for (i = 0; i < n; i++)
+		cdsm_blocks_move(&cdsm_blocks, from + i, to + i);
+}
+
 /* Applies one record; @locked is the application whose mutex is held. */
 static void cdsm_worker_apply(const struct cdsm_fault_rec *rec, unsigned int shift,
 			      struct cdsm_app **locked)
@@ -73,6 +89,8 @@ static void cdsm_worker_apply(const struct cdsm_fault_rec *rec, unsigned int shi
 		mutex_lock(&app->mutex);
 		*locked = app;
 	}
+	if (rec->old_paddr)
+		cdsm_worker_move_page(rec, shift);
 	n = cdsm_blocks_record(&cdsm_blocks, rec->paddr >> shift, rec->sharer, peers);
 	for (i = 0; i < n; i++) {
 		if (!cdsm_matrix_add_pair(&app->matrix, cdsm_sharer_task(rec->sharer),

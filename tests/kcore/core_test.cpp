@@ -134,6 +134,19 @@ TEST(Blocks, ClearForgetsEverything)
 	EXPECT_EQ(t.b.evictions, 0u);
 }
 
+TEST(Blocks, MoveCarriesSharersAndFreesTheOldBlock)
+{
+	Blocks t(10, 4);
+	t.record(5, cdsm_sharer(1, 0));
+	cdsm_blocks_move(&t.b, 5, 900);
+	EXPECT_TRUE(t.record(5, cdsm_sharer(1, 1)).empty()) << "old block forgotten";
+	auto peers = t.record(900, cdsm_sharer(1, 2));
+	ASSERT_EQ(peers.size(), 1u);
+	EXPECT_EQ(peers[0], cdsm_sharer(1, 0));
+	cdsm_blocks_move(&t.b, 77, 78); // unknown block: nothing happens
+	EXPECT_TRUE(t.record(78, cdsm_sharer(1, 3)).empty());
+}
+
 TEST(Blocks, MemorySizeMatchesLayout)
 {
 	EXPECT_EQ(cdsm_blocks_mem_sz(22, 4), (size_t{1} << 22) * (8 + 16));

@@ -45,7 +45,8 @@ static_assert(sizeof(cdsm_params) == 40);
 
 LAYOUT(cdsm_counters, faults, 8);
 LAYOUT(cdsm_counters, events_lost, 96);
-static_assert(sizeof(cdsm_counters) == 104);
+LAYOUT(cdsm_counters, migrated, 104);
+static_assert(sizeof(cdsm_counters) == 112);
 
 TEST(Abi, IoctlNumbersEncodeSizes)
 {

@@ -237,7 +237,8 @@ void print_counters(int fd)
 	xioctl(fd, CDSM_IOC_GET_COUNTERS, &c, "CDSM_IOC_GET_COUNTERS");
 	printf("status %u numa_normal %d rearm_available %d\nfaults %llu\ntracked_faults %llu\n"
 	       "comm_events %llu\nrearm_armed %llu\nrearm_taken %llu\ndropped %llu\nevictions %llu\n"
-	       "apps %llu\ntasks %llu\nkmem_bytes %llu\nalloc_failures %llu\nevents_lost %llu\n",
+	       "apps %llu\ntasks %llu\nkmem_bytes %llu\nalloc_failures %llu\nevents_lost %llu\n"
+	       "migrated %llu\n",
 	       c.status, !!(c.status & CDSM_STATUS_NUMA_BALANCING_NORMAL),
 	       !!(c.status & CDSM_STATUS_REARM_AVAILABLE), (unsigned long long)c.faults,
 	       (unsigned long long)c.tracked_faults, (unsigned long long)c.comm_events,
@@ -245,7 +246,7 @@ void print_counters(int fd)
 	       (unsigned long long)c.dropped, (unsigned long long)c.evictions,
 	       (unsigned long long)c.apps, (unsigned long long)c.tasks,
 	       (unsigned long long)c.kmem_bytes, (unsigned long long)c.alloc_failures,
-	       (unsigned long long)c.events_lost);
+	       (unsigned long long)c.events_lost, (unsigned long long)c.migrated);
 }
 
 #define PARAMS(X)                                                                         \

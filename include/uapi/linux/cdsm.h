@@ -226,6 +226,8 @@ struct cdsm_params {
  * @kmem_bytes:		kernel memory in use (table, buffers, applications).
  * @alloc_failures:	allocations that failed (and were survived).
  * @events_lost:	netlink events lost (queue full or no memory).
+ * @migrated:		hinting faults of tracked tasks after which the kernel had migrated
+ *			the page (its blocks follow it).
  */
 struct cdsm_counters {
 	__u32 size;
@@ -242,6 +244,7 @@ struct cdsm_counters {
 	__u64 kmem_bytes;
 	__u64 alloc_failures;
 	__u64 events_lost;
+	__u64 migrated;
 };
 
 /*
