@@ -53,18 +53,36 @@ bool complete(std::vector<int>& partner, std::span<const int> avoid, SplitMix64&
 
 }  // namespace
 
-std::vector<int> make_pairing(int n, std::uint64_t seed, std::span<const int> avoid) {
+namespace {
+
+void check_size(int n) {
     if (n < 4 || n % 2 != 0) {
         throw UsageError("a non-neighbour pairing needs an even number of tasks >= 4, not " +
                          std::to_string(n));
     }
+}
+
+}  // namespace
+
+std::vector<int> make_pairing(int n, std::uint64_t seed) {
+    check_size(n);
     std::vector<int> partner(n, -1);
     SplitMix64 rng(seed);
-    if (!complete(partner, avoid, rng)) {
-        throw UsageError("no second non-neighbour pairing disjoint from the first exists for " +
-                         std::to_string(n) + " tasks (use at least 6)");
-    }
+    complete(partner, {}, rng);  // succeeds: i with i + n/2 is one such pairing
     return partner;
+}
+
+std::pair<std::vector<int>, std::vector<int>> make_disjoint_pairings(int n, std::uint64_t seed) {
+    check_size(n);
+    SplitMix64 rng(seed);
+    // Some first pairings leave no disjoint second one (a third of them at n = 6): draw again.
+    for (int attempt = 0; attempt < 64; ++attempt) {
+        std::vector<int> first(n, -1), second(n, -1);
+        complete(first, {}, rng);
+        if (complete(second, first, rng)) return {first, second};
+    }
+    throw UsageError("no two disjoint non-neighbour pairings exist for " + std::to_string(n) +
+                     " tasks (use at least 6)");
 }
 
 PartnerGraph pairing_graph(std::span<const int> partner) {

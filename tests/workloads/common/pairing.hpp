@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace cdsm::workloads {
@@ -27,9 +28,12 @@ class SplitMix64 {
 bool are_neighbours(int i, int j, int n);
 
 /// A pairing of 0..n-1: an involution without fixed points (partner[partner[i]] == i) in which no
-/// task is paired with a neighbour, chosen by `seed`. If `avoid` is a pairing, no pair of it is
-/// used again. Throws UsageError when no such pairing exists (n odd, n < 4, or n < 6 with `avoid`).
-std::vector<int> make_pairing(int n, std::uint64_t seed, std::span<const int> avoid = {});
+/// task is paired with a neighbour, chosen by `seed`. Throws UsageError unless n is even and >= 4.
+std::vector<int> make_pairing(int n, std::uint64_t seed);
+
+/// Two such pairings that have no pair in common, chosen by `seed`: the phases of a workload that
+/// switches. Throws UsageError when none exist (n odd or n < 6).
+std::pair<std::vector<int>, std::vector<int>> make_disjoint_pairings(int n, std::uint64_t seed);
 
 /// The partner graph of a pairing.
 PartnerGraph pairing_graph(std::span<const int> partner);

@@ -72,12 +72,13 @@ PairsTeam::Phase PairsTeam::make_phase(std::vector<int> partner, std::size_t dat
 }
 
 PairsTeam::PairsTeam(const PairsOptions& options)
-    : options_(options),
-      phase1_(make_phase(make_pairing(options.tasks, options.seed), options.data_pages)),
-      slots_(options.tasks, false) {
+    : options_(options), slots_(options.tasks, false) {
     if (options.switch_after > 0) {
-        phase2_ = make_phase(make_pairing(options.tasks, options.seed + 1, phase1_.partner),
-                             options.data_pages);
+        auto [first, second] = make_disjoint_pairings(options.tasks, options.seed);
+        phase1_ = make_phase(std::move(first), options.data_pages);
+        phase2_ = make_phase(std::move(second), options.data_pages);
+    } else {
+        phase1_ = make_phase(make_pairing(options.tasks, options.seed), options.data_pages);
     }
     start_cpus_ = options.start.resolve(pairing_graph(phase1_.partner));
 }
