@@ -283,6 +283,28 @@ TEST_F(WorkloadTest, TruthFileThatCannotBeWrittenFails) {
     EXPECT_NE(r.err.find("cannot create"), std::string::npos) << r.err;
 }
 
+/// The tids of all threads of process `pid`.
+std::set<pid_t> tasks_of(pid_t pid) {
+    std::set<pid_t> tids;
+    for (const auto& e : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task")) {
+        tids.insert(std::stoi(e.path().filename().string()));
+    }
+    return tids;
+}
+
+std::set<pid_t> truth_tids(const fs::path& file) {
+    std::set<pid_t> tids;
+    for (const auto& line : read_truth(file)) tids.insert(line.at(0));
+    return tids;
+}
+
+TEST_F(WorkloadTest, PairsThreadsTruthListsEveryTaskOfTheProcess) {
+    const pid_t pid = spawn({CDSM_PAIRS_THREADS, "--seconds", "0.3", "--truth", file("truth")});
+    ASSERT_TRUE(wait_for(file("truth")));
+    EXPECT_EQ(truth_tids(file("truth")), tasks_of(pid));
+    EXPECT_EQ(wait(pid).status, 0);
+}
+
 // --- cdsm-pairs-omp ---------------------------------------------------------------------------
 
 #ifdef CDSM_PAIRS_OMP
@@ -291,6 +313,17 @@ TEST_F(WorkloadTest, PairsOmpWritesTheNonNeighbourPairing) {
         run({CDSM_PAIRS_OMP, "--threads", "6", "--iterations", "50", "--truth", file("truth")});
     EXPECT_EQ(r.status, 0) << r.err;
     expect_pairing(file("truth"), 6);
+}
+
+TEST_F(WorkloadTest, PairsOmpSwitchesAndListsEveryTask) {
+    const pid_t pid = spawn({CDSM_PAIRS_OMP, "--seconds", "0.5", "--switch-after", "0.25",
+                             "--truth", file("t1"), "--truth2", file("t2")});
+    ASSERT_TRUE(wait_for(file("t1")));
+    EXPECT_EQ(truth_tids(file("t1")), tasks_of(pid));
+    EXPECT_EQ(wait(pid).status, 0);
+    const auto p1 = expect_pairing(file("t1"), 8);
+    const auto p2 = expect_pairing(file("t2"), 8);
+    for (int i = 0; i < 8; ++i) EXPECT_NE(p1[i], p2[i]);
 }
 #endif
 

@@ -81,6 +81,10 @@ PairsTeam::PairsTeam(const PairsOptions& options)
         phase1_ = make_phase(make_pairing(options.tasks, options.seed), options.data_pages);
     }
     start_cpus_ = options.start.resolve(pairing_graph(phase1_.partner));
+    // Mapped here so that no member can fail once the team runs; first touched by its owner.
+    for (int i = 0; options.work && i < options.tasks; ++i) {
+        private_data_.push_back(Mapping::anonymous(options.private_kib * 1024, false));
+    }
 }
 
 void PairsTeam::record_failure(const std::string& what) {
@@ -116,9 +120,7 @@ void PairsTeam::work(const Phase& phase, int index, const std::function<void()>&
     const int lower = std::min(index, partner);
     const PairRegion region(phase.regions[lower].bytes());
     const int side = index == lower ? 0 : 1;
-    // Allocated and first touched by its owner: private in every sense.
-    const Mapping own = Mapping::anonymous(options_.private_kib * 1024, false);
-    const auto words = own.words();
+    const auto words = private_data_[index].words();
     const auto stream = static_cast<std::uint64_t>(index);
     fill_initial(words, stream, 0);
     constexpr unsigned kStepsPerIteration = 4;

@@ -45,7 +45,9 @@ class PairsTeam {
   public:
     explicit PairsTeam(const PairsOptions& options);
 
-    /// The body of member `index` (0..tasks-1). Never throws: failures are recorded.
+    /// The body of member `index` (0..tasks-1). Does not throw (everything that can fail is
+    /// allocated by the constructor; pinning and truth-file failures are recorded), so no member
+    /// can leave the others waiting at a barrier.
     void member(int index, const std::function<void()>& barrier);
 
     /// After every member returned: prints the one-line summary (or JSON) to stdout, failures to
@@ -73,6 +75,7 @@ class PairsTeam {
     Phase phase1_;
     Phase phase2_;
     std::vector<int> start_cpus_;
+    std::vector<Mapping> private_data_;  ///< work mode: one mapping per member
     PerTaskPages<Slot> slots_;
     std::vector<double> run_seconds_;  ///< work mode, written by member 0 only
     std::mutex failure_mutex_;
