@@ -32,12 +32,6 @@ struct Options {
     StartPlacement start;
 };
 
-/// What each process reports to the first one, on its own page of a shared mapping.
-struct Slot {
-    std::uint64_t passes;
-    std::size_t wrong_words;
-};
-
 // The children, for the signal handler: on SIGINT/SIGTERM the first process stops them all.
 pid_t g_children[4096];
 volatile sig_atomic_t g_child_count = 0;
@@ -63,7 +57,8 @@ UniqueFd make_segment(std::size_t bytes, int pair) {
 /// The body of process `index`. The higher-indexed partner verifies, so the first process (which
 /// also waits for the others) never waits for a partner that may have died.
 void run_task(int index, const std::vector<int>& partner, const std::vector<UniqueFd>& segments,
-              const Options& options, const StopRule& stop, Slot& slot) {
+              const Options& options, const StopRule& stop, PairTaskResult& slot) {
+    slot.tid = current_tid();
     const int lower = std::min(index, partner[index]);
     // At the start of a reservation `index` pages longer than the segment: mmap places new
     // mappings top-down, so each process sees the segment at a different virtual address, as
@@ -90,7 +85,8 @@ int run(const Options& options, const std::string& program) {
     for (int i = 0; i < options.tasks; ++i) {
         if (i < partner[i]) segments[i] = make_segment(PairRegion::bytes(options.data_pages), i);
     }
-    const PerTaskPages<Slot> slots(options.tasks, true);
+    // Each process reports on its own page of a shared mapping.
+    const PerTaskPages<PairTaskResult> slots(options.tasks, true);
     const auto start = Clock::now();
     const StopRule stop = options.run.by_time()
                               ? StopRule::at(after_seconds(start, options.run.seconds))
@@ -144,18 +140,10 @@ int run(const Options& options, const std::string& program) {
             }
         }
     }
-    std::uint64_t min_passes = UINT64_MAX, max_passes = 0;
-    std::size_t wrong = 0;
-    for (int i = 0; i < options.tasks; ++i) {
-        min_passes = std::min(min_passes, slots[i].passes);
-        max_passes = std::max(max_passes, slots[i].passes);
-        wrong += slots[i].wrong_words;
-    }
-    const bool ok = failures == 0 && wrong == 0;
-    std::printf("%s: %s: %d processes, passes per process %llu..%llu, wrong words %zu\n",
-                program.c_str(), ok ? "OK" : "FAILED", options.tasks,
-                static_cast<unsigned long long>(min_passes),
-                static_cast<unsigned long long>(max_passes), wrong);
+    const PairTotals totals(slots, options.tasks);
+    const bool ok = failures == 0 && totals.wrong_words == 0;
+    std::printf("%s: %s: %d processes, %s\n", program.c_str(), ok ? "OK" : "FAILED", options.tasks,
+                totals.describe("process").c_str());
     return ok ? kExitOk : kExitFailed;
 }
 

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "pair_region.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <stdexcept>
+#include <string>
 #include <thread>
 
 #include "memory.hpp"
@@ -72,6 +74,19 @@ std::size_t PairRegion::verify() const {
             std::atomic_ref<std::uint64_t>(words[w]).load(std::memory_order_relaxed) != expected;
     }
     return wrong;
+}
+
+PairTotals::PairTotals(const PerTaskPages<PairTaskResult>& results, int tasks) {
+    for (int i = 0; i < tasks; ++i) {
+        min_passes = std::min(min_passes, results[i].passes);
+        max_passes = std::max(max_passes, results[i].passes);
+        wrong_words += results[i].wrong_words;
+    }
+}
+
+std::string PairTotals::describe(const char* task_noun) const {
+    return "passes per " + std::string(task_noun) + " " + std::to_string(min_passes) + ".." +
+           std::to_string(max_passes) + ", wrong words " + std::to_string(wrong_words);
 }
 
 }  // namespace cdsm::workloads

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <span>
 
+#include "memory.hpp"
 #include "system.hpp"
 
 namespace cdsm::workloads {
@@ -46,6 +47,24 @@ class PairRegion {
     std::span<std::uint64_t> data() const;
 
     std::span<std::byte> memory_;
+};
+
+/// What one task of a pairs workload reports, on a page of its own.
+struct PairTaskResult {
+    pid_t tid;
+    std::uint64_t passes;     ///< passes over its pair regions, all phases
+    std::size_t wrong_words;  ///< wrong words found in the regions it verified
+};
+
+/// The results of all tasks, summed up.
+struct PairTotals {
+    std::uint64_t min_passes = UINT64_MAX;
+    std::uint64_t max_passes = 0;
+    std::size_t wrong_words = 0;
+
+    PairTotals(const PerTaskPages<PairTaskResult>& results, int tasks);
+    /// "passes per TASK_NOUN A..B, wrong words W"
+    std::string describe(const char* task_noun) const;
 };
 
 }  // namespace cdsm::workloads

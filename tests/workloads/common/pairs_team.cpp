@@ -110,7 +110,7 @@ void PairsTeam::exchange(const Phase& phase, int index, const StopRule& stop) {
     const int side = index == lower ? 0 : 1;
     const std::uint64_t passes = region.sweep_until(side, stop);
     region.publish(side, passes);
-    Slot& slot = slots_[index];
+    PairTaskResult& slot = slots_[index];
     slot.passes += passes;
     if (side == 0) slot.wrong_words += region.verify();
 }
@@ -136,7 +136,7 @@ void PairsTeam::work(const Phase& phase, int index, const std::function<void()>&
     }
     const std::uint64_t iterations = options_.run.iterations * options_.repeat;
     region.publish(side, iterations);
-    Slot& slot = slots_[index];
+    PairTaskResult& slot = slots_[index];
     slot.passes = iterations;
     slot.wrong_words = count_wrong(words, stream, 0, iterations * kStepsPerIteration);
     if (side == 0) slot.wrong_words += region.verify();
@@ -170,13 +170,8 @@ void PairsTeam::member(int index, const std::function<void()>& barrier) {
 }
 
 int PairsTeam::finish(const std::string& program) {
-    std::uint64_t min_passes = UINT64_MAX, max_passes = 0;
-    std::size_t wrong = 0;
-    for (int i = 0; i < options_.tasks; ++i) {
-        min_passes = std::min(min_passes, slots_[i].passes);
-        max_passes = std::max(max_passes, slots_[i].passes);
-        wrong += slots_[i].wrong_words;
-    }
+    const PairTotals totals(slots_, options_.tasks);
+    const std::size_t wrong = totals.wrong_words;
     const bool ok = wrong == 0 && failure_.empty();
     if (options_.work) {
         std::vector<double> sorted = run_seconds_;
@@ -197,11 +192,9 @@ int PairsTeam::finish(const std::string& program) {
                 sorted.front(), sorted.back(), options_.tasks);
         }
     } else {
-        std::printf("%s: %s: %d threads, %s, passes per thread %llu..%llu, wrong words %zu\n",
-                    program.c_str(), wrong == 0 ? "OK" : "FAILED", options_.tasks,
-                    options_.switch_after > 0 ? "2 phases" : "1 phase",
-                    static_cast<unsigned long long>(min_passes),
-                    static_cast<unsigned long long>(max_passes), wrong);
+        std::printf("%s: %s: %d threads, %s, %s\n", program.c_str(), wrong == 0 ? "OK" : "FAILED",
+                    options_.tasks, options_.switch_after > 0 ? "2 phases" : "1 phase",
+                    totals.describe("thread").c_str());
     }
     if (!failure_.empty())
         std::fprintf(stderr, "%s: error: %s\n", program.c_str(), failure_.c_str());

@@ -10,6 +10,7 @@
 
 #include "cli.hpp"
 #include "memory.hpp"
+#include "pair_region.hpp"
 #include "placement.hpp"
 
 namespace cdsm::workloads {
@@ -59,11 +60,6 @@ class PairsTeam {
         std::vector<int> partner;
         std::vector<Mapping> regions;  ///< indexed by the pair's lower member; others empty
     };
-    struct Slot {  ///< one per member, on its own page
-        pid_t tid;
-        std::uint64_t passes;
-        std::size_t wrong_words;
-    };
 
     static Phase make_phase(std::vector<int> partner, std::size_t data_pages);
     void exchange(const Phase& phase, int index, const StopRule& stop);
@@ -76,7 +72,7 @@ class PairsTeam {
     Phase phase2_;
     std::vector<int> start_cpus_;
     std::vector<Mapping> private_data_;  ///< work mode: one mapping per member
-    PerTaskPages<Slot> slots_;
+    PerTaskPages<PairTaskResult> slots_;
     std::vector<double> run_seconds_;  ///< work mode, written by member 0 only
     std::mutex failure_mutex_;
     std::string failure_;
