@@ -17,6 +17,31 @@ std::string socket_path(std::string_view option) {
     return std::string(kDefaultSocketPath);
 }
 
+std::string errno_code(int err) {
+    switch (err) {
+#define CDSM_ERRNO(e) \
+    case e:           \
+        return #e;
+        CDSM_ERRNO(ENOENT)
+        CDSM_ERRNO(EPERM)
+        CDSM_ERRNO(EACCES)
+        CDSM_ERRNO(EINVAL)
+        CDSM_ERRNO(EEXIST)
+        CDSM_ERRNO(ESRCH)
+        CDSM_ERRNO(ENOSPC)
+        CDSM_ERRNO(EBUSY)
+        CDSM_ERRNO(ENODEV)
+        CDSM_ERRNO(E2BIG)
+        CDSM_ERRNO(EFAULT)
+        CDSM_ERRNO(ENOTTY)
+        CDSM_ERRNO(EPROTO)
+        CDSM_ERRNO(ECONNREFUSED)
+#undef CDSM_ERRNO
+        default:
+            return "EIO";
+    }
+}
+
 Json ok_response(Json result) {
     Json r = Json::object();
     r["ok"] = true;
@@ -102,6 +127,8 @@ Json Client::request(const Json& request) {
         const ssize_t n = ::send(fd_.get(), line.data() + done, line.size() - done, MSG_NOSIGNAL);
         if (n < 0) {
             if (errno == EINTR) continue;
+            // The server may have refused the request and hung up: read its answer.
+            if (errno == EPIPE || errno == ECONNRESET) break;
             throw ProtocolError(
                 "EIO", fmt::format("sending to cdsmd at {}: {}", path_, std::strerror(errno)));
         }

@@ -41,6 +41,9 @@ class ProtocolError : public std::runtime_error {
     std::string code_;
 };
 
+/// The protocol code of an errno value: "ENOENT", "EPERM", ... ("EIO" for the unusual ones).
+std::string errno_code(int err);
+
 /// {"ok":true} merged with the members of `result` (an object, or null for none).
 Json ok_response(Json result = Json::object());
 /// {"ok":false,"error":message,"code":code}.

@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: GPL-2.0
+#pragma once
+
+#include <spdlog/common.h>
+#include <sys/types.h>
+
+#include <cdsm/distances.hpp>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cdsm::cdsmd {
+
+/// The default configuration file.
+inline constexpr std::string_view kDefaultConfigPath = "/etc/cdsm/cdsmd.toml";
+
+/// Bounds and step of the adaptive mapping interval (CDSM: +50 ms, halved, [50 ms, 2 s]).
+struct IntervalConfig {
+    std::uint32_t min_ms = 50;
+    std::uint32_t max_ms = 2000;
+    std::uint32_t step_ms = 50;
+};
+
+/// Which applications to track automatically. A rule matches a process when every condition it
+/// sets matches. A rule with only `cgroup` tracks each matching cgroup v2 directory as one
+/// application (Slurm jobs); otherwise matching processes are tracked as process trees.
+struct TrackRule {
+    std::string name;  ///< label for logs and the application's name; empty: the comm
+    std::string comm;  ///< glob on the process's command name (fnmatch)
+    std::optional<uid_t> uid;
+    std::string user;    ///< as written (a name or a number), for messages
+    std::string cgroup;  ///< glob on the cgroup v2 path, e.g. "/system.slice/*/job_*"
+    std::uint32_t min_threads = 0;
+
+    bool cgroup_only() const noexcept {
+        return !cgroup.empty() && comm.empty() && !uid && min_threads == 0;
+    }
+};
+
+/// Everything cdsmd reads from its TOML file (see cdsmd.toml.example for the meaning of each key).
+struct Config {
+    std::string device = "/dev/cdsm";
+    std::string socket;  ///< empty: the protocol's default ($CDSM_SOCKET or /run/cdsm/cdsmd.sock)
+    std::string state_file = "/run/cdsm/state.json";
+    spdlog::level::level_enum log_level = spdlog::level::info;
+
+    std::string algorithm = "scotch";
+    double min_gain = 0.05;
+    IntervalConfig interval;
+    double idle_cpu = 0.10;  ///< a task using less of one CPU than this is idle
+    std::vector<std::string> launchers = {"mpirun", "mpiexec",        "orterun", "orted",
+                                          "prted",  "prterun",        "prte",    "slurmstepd",
+                                          "srun",   "hydra_pmi_proxy"};
+    bool age_after_migration = true;
+    std::uint32_t release_ended_after_ms = 10000;
+    std::uint32_t scan_interval_ms = 1000;
+    LevelCosts costs;
+
+    /// Module parameters to set at start and on reload, by cdsm_params field name.
+    std::map<std::string, std::uint32_t> kernel;
+    std::vector<TrackRule> rules;
+};
+
+/// Parses a configuration. Throws cdsm::Error naming `source`, the line and the problem
+/// (unknown key, wrong type, out of range) — unknown keys are errors so that typos are seen.
+Config parse_config(std::string_view text, std::string_view source);
+
+/// Reads a file; a missing default file gives the defaults, a missing explicit one an error.
+Config load_config(const std::filesystem::path& path, bool explicit_path);
+
+/// The names of the module parameters [kernel] may set.
+const std::vector<std::string>& kernel_param_names();
+
+}  // namespace cdsm::cdsmd

@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: GPL-2.0
+// The control-socket commands of cdsmd (daemon/PROTOCOL.md).
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <sys/resource.h>
+
+#include <cdsm/mapper.hpp>
+#include <cdsm/version.hpp>
+#include <charconv>
+#include <cstring>
+
+#include "daemon.hpp"
+
+namespace cdsm::cdsmd {
+
+using daemon::Json;
+using daemon::ProtocolError;
+
+namespace {
+
+constexpr int kCapSysAdmin = 21;
+constexpr int kProtocolVersion = 1;
+
+Peer make_peer(const daemon::PeerCredentials& c) {
+    Peer p{c.pid, c.uid, c.uid == 0};
+    if (!p.privileged) {
+        // The status is read now, after the connection was made: a peer that exited and whose
+        // pid was reused could only lose rights, since the uid must still match.
+        const auto s = procfs::status(c.pid);
+        p.privileged = s && s->uid == c.uid && (s->cap_effective >> kCapSysAdmin & 1);
+    }
+    return p;
+}
+
+double seconds(const timeval& tv) {
+    return double(tv.tv_sec) + double(tv.tv_usec) / 1e6;
+}
+
+}  // namespace
+
+Daemon::AppState& Daemon::find_app(const Json& request, const Peer& peer) {
+    if (!request.contains("app")) throw ProtocolError("EINVAL", "missing \"app\"");
+    const Json& a = request["app"];
+    std::string text = a.is_string() ? a.get<std::string>() : a.dump();
+    std::optional<std::uint32_t> id;
+    if (a.is_number_unsigned()) id = a.get<std::uint32_t>();
+    std::uint32_t n = 0;
+    if (a.is_string() && std::from_chars(text.data(), text.data() + text.size(), n).ptr ==
+                             text.data() + text.size()) {
+        id = n;
+    }
+    for (auto& [app_id, app] : apps_) {
+        const bool match = id ? app_id == *id : app.name == text;
+        if (match && may_see(peer, app.info.uid)) return app;
+    }
+    // Applications a peer may not see are reported exactly like unknown ones.
+    throw ProtocolError("ENOENT", fmt::format("no application {}", text));
+}
+
+Json Daemon::app_json(const AppState& app) const {
+    const cdsm_app_info& i = app.info;
+    std::size_t placed = 0;
+    for (const auto& [tid, t] : app.tasks) placed += t.bound_cpu && !t.foreign;
+    return {{"app_id", i.app_id},
+            {"name", app.name},
+            {"comm", std::string(i.comm, strnlen(i.comm, sizeof(i.comm)))},
+            {"kind", daemon::track_kind_name(i.kind)},
+            {"uid", i.uid},
+            {"root_pid", i.root_pid},
+            {"nr_tasks", i.nr_tasks},
+            {"nr_live_tasks", i.nr_live_tasks},
+            {"ended", (i.flags & CDSM_APP_ENDED) != 0 || app.ended_at.has_value()},
+            {"untracked", (i.flags & CDSM_APP_UNTRACKED) != 0},
+            {"start_ns", i.start_ns},
+            {"end_ns", i.end_ns},
+            {"events", i.events},
+            {"cost_current", app.cost_current},
+            {"cost_best", app.cost_best},
+            {"migrations", app.migrations},
+            {"placed_tasks", placed},
+            {"opted_out", app.opted_out},
+            {"interval_ms", app.interval.current().count()},
+            {"last_mapped_ns", app.last_mapped_ns},
+            {"passes", app.passes}};
+}
+
+Json Daemon::tasks_json(AppState& app) {
+    Json out = Json::array();
+    for (const cdsm_task_info& t : device_->tasks(app.info.app_id)) {
+        const bool exited = (t.flags & CDSM_TASK_EXITED) != 0;
+        const auto stat = exited ? std::nullopt : procfs::task_stat(t.tgid, t.tid);
+        const auto mask = exited ? std::nullopt : procfs::affinity(t.tid);
+        if (!exited) check_environment(app, t.tgid);
+        const auto env = app.env_by_tgid.find(t.tgid);
+        const auto rank = env == app.env_by_tgid.end() ? std::nullopt : mpi_rank(env->second);
+        const auto st = app.tasks.find(t.tid);
+        Json j = {{"index", t.index},
+                  {"tid", t.tid},
+                  {"pid", t.tgid},
+                  {"rank", rank ? Json(*rank) : Json(nullptr)},
+                  {"comm", std::string(t.comm, strnlen(t.comm, sizeof(t.comm)))},
+                  {"cpu", stat ? Json(stat->processor) : Json(nullptr)},
+                  {"affinity", mask ? Json(*mask) : Json::array()},
+                  {"exited", exited || !stat},
+                  {"placed_pu", nullptr},
+                  {"left_alone", false},
+                  {"reason", nullptr}};
+        if (st != app.tasks.end() && !j["exited"].get<bool>()) {
+            const TaskState& s = st->second;
+            if (s.bound_cpu && !s.foreign) j["placed_pu"] = *s.bound_cpu;
+            j["left_alone"] = left_alone(s.role);
+            if (s.role != TaskRole::kPlace) j["reason"] = to_string(s.role);
+        } else if (j["exited"].get<bool>()) {
+            j["reason"] = "exited";
+        }
+        out.push_back(std::move(j));
+    }
+    return out;
+}
+
+Json Daemon::stats_json() const {
+    const cdsm_counters c = device_->counters();
+    rusage ru{};
+    ::getrusage(RUSAGE_SELF, &ru);
+    return {{"kernel",
+             {{"status",
+               {{"numa_balancing_normal", (c.status & CDSM_STATUS_NUMA_BALANCING_NORMAL) != 0},
+                {"rearm_available", (c.status & CDSM_STATUS_REARM_AVAILABLE) != 0}}},
+              {"faults", c.faults},
+              {"tracked_faults", c.tracked_faults},
+              {"comm_events", c.comm_events},
+              {"rearm_armed", c.rearm_armed},
+              {"rearm_taken", c.rearm_taken},
+              {"dropped", c.dropped},
+              {"evictions", c.evictions},
+              {"apps", c.apps},
+              {"tasks", c.tasks},
+              {"kmem_bytes", c.kmem_bytes},
+              {"alloc_failures", c.alloc_failures},
+              {"events_lost", c.events_lost}}},
+            {"daemon",
+             {{"uptime_s", std::chrono::duration<double>(Clock::now() - started_).count()},
+              {"apps", apps_.size()},
+              {"mappings", mappings_},
+              {"migrations", migrations_},
+              {"cpu_user_s", seconds(ru.ru_utime)},
+              {"cpu_sys_s", seconds(ru.ru_stime)},
+              {"max_rss_kib", ru.ru_maxrss},
+              {"dry_run", options_.dry_run}}}};
+}
+
+Json Daemon::topology_json() const {
+    const Topology& t = planner_->machine();
+    const Distances& d = planner_->distances();
+    Json levels = Json::array(), pus = Json::array(), distances = Json::array();
+    for (std::size_t l = 0; l < t.level_count(); ++l) {
+        levels.push_back({{"kind", to_string(t.level_kind(l))},
+                          {"nodes", t.node_count(l)},
+                          {"cost", d.level_cost(l)}});
+    }
+    for (PuId p = 0; p < t.pu_count(); ++p) {
+        pus.push_back(
+            {{"id", p}, {"os_index", t.pu(p).os_index}, {"logical_index", t.pu(p).logical_index}});
+        Json row = Json::array();
+        for (PuId q = 0; q < t.pu_count(); ++q) row.push_back(d(p, q));
+        distances.push_back(std::move(row));
+    }
+    return {{"source", t.source()},
+            {"summary", t.describe()},
+            {"levels", levels},
+            {"pus", pus},
+            {"distances", distances}};
+}
+
+Json Daemon::handle(const Json& request, const daemon::PeerCredentials& creds) {
+    const Peer peer = make_peer(creds);
+    const std::string cmd = request.value("cmd", "");
+    const bool dry_run = request.value("dry_run", false);
+    if (is_control_request(cmd, dry_run) && !peer.privileged) {
+        spdlog::info("control socket: uid {} (pid {}) may not '{}'", peer.uid, peer.pid, cmd);
+        throw ProtocolError("EPERM", fmt::format("'{}' needs root (CAP_SYS_ADMIN)", cmd));
+    }
+    if (cmd == "ping") {
+        return {{"version", std::string(cdsm::version())},
+                {"abi", device_->abi_version()},
+                {"protocol", kProtocolVersion},
+                {"dry_run", options_.dry_run}};
+    }
+    if (cmd == "list") {
+        Json apps = Json::array();
+        for (const auto& [id, app] : apps_) {
+            if (may_see(peer, app.info.uid)) apps.push_back(app_json(app));
+        }
+        return {{"apps", apps}};
+    }
+    if (cmd == "show") {
+        AppState& app = find_app(request, peer);
+        Json j = app_json(app);
+        j["last"] = app.last;
+        j["history"] = Json(app.history);
+        return j;
+    }
+    if (cmd == "tasks") {
+        AppState& app = find_app(request, peer);
+        return {{"app_id", app.info.app_id}, {"tasks", tasks_json(app)}};
+    }
+    if (cmd == "matrix") {
+        AppState& app = find_app(request, peer);
+        const auto m = device_->matrix(app.info.app_id);
+        Json cells = Json::array();
+        for (std::uint32_t i = 0; i < m.dim; ++i) {
+            cells.push_back(
+                std::vector<std::uint64_t>(m.cells.begin() + std::ptrdiff_t(i) * m.dim,
+                                           m.cells.begin() + std::ptrdiff_t(i + 1) * m.dim));
+        }
+        return {{"app_id", app.info.app_id},    {"dim", m.dim},   {"events", m.events},
+                {"snapshot_ns", m.snapshot_ns}, {"cells", cells}, {"tasks", tasks_json(app)}};
+    }
+    if (cmd == "track") {
+        const std::string name = request.value("name", "");
+        std::uint32_t id = 0;
+        if (request.contains("pid")) {
+            id = device_->track_pid(request["pid"].get<pid_t>());
+        } else if (request.contains("cgroup")) {
+            const std::string path = request["cgroup"].get<std::string>();
+            id = device_->track_cgroup(path);
+            tracked_cgroups_.insert(path);
+        } else {
+            throw ProtocolError("EINVAL", "track needs \"pid\" or \"cgroup\"");
+        }
+        for (const cdsm_app_info& info : device_->list_apps()) {
+            if (info.app_id == id) adopt(info, name);
+        }
+        save_state();
+        spdlog::info("control socket: uid {} tracked application {}", peer.uid, id);
+        return {{"app_id", id}};
+    }
+    if (cmd == "untrack" || cmd == "age" || cmd == "reset" || cmd == "release") {
+        AppState& app = find_app(request, peer);
+        const std::uint32_t id = app.info.app_id;
+        if (cmd == "untrack") device_->untrack(id);
+        if (cmd == "age") device_->age(id);
+        if (cmd == "reset") device_->reset(id);
+        if (cmd == "release") {
+            device_->release(id);
+            forget(id);
+        }
+        spdlog::info("control socket: uid {}: {} application {}", peer.uid, cmd, id);
+        return Json::object();
+    }
+    if (cmd == "map") {
+        AppState& app = find_app(request, peer);
+        const std::string algorithm = request.value("algorithm", "");
+        if (!algorithm.empty()) make_mapper(algorithm);  // an unknown name is EINVAL
+        return map_app(app, MapRequest{!dry_run, algorithm, true, false});
+    }
+    if (cmd == "stats") return stats_json();
+    if (cmd == "topology") return topology_json();
+    if (cmd == "set") {
+        if (!request.contains("params") || !request["params"].is_object()) {
+            throw ProtocolError("EINVAL", "set needs \"params\": {NAME: VALUE}");
+        }
+        const auto& names = kernel_param_names();
+        for (const auto& [name, value] : request["params"].items()) {
+            if (std::find(names.begin(), names.end(), name) == names.end()) {
+                throw ProtocolError("EINVAL", fmt::format("unknown module parameter '{}'", name));
+            }
+            config_.kernel[name] = value.get<std::uint32_t>();
+        }
+        apply_kernel_params();
+        return Json::object();
+    }
+    if (cmd == "reload") {
+        reload();
+        return Json::object();
+    }
+    throw ProtocolError("EINVAL", fmt::format("unknown command '{}'", cmd));
+}
+
+}  // namespace cdsm::cdsmd

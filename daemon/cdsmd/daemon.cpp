@@ -1,0 +1,669 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "daemon.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <systemd/sd-daemon.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cdsm/error.hpp>
+#include <cdsm/migrator.hpp>
+#include <cdsm/version.hpp>
+#include <fstream>
+#include <iostream>
+
+namespace cdsm::cdsmd {
+
+using daemon::Json;
+using daemon::ProtocolError;
+using daemon::SystemError;
+
+namespace {
+
+constexpr std::size_t kHistory = 32;
+constexpr int kCapSysAdmin = 21;
+// CPU shares are measured over at least this window (clock ticks are 10 ms).
+constexpr std::uint64_t kShareWindowMs = 400;
+
+std::uint64_t boottime_ns() {
+    timespec ts{};
+    ::clock_gettime(CLOCK_BOOTTIME, &ts);
+    return std::uint64_t(ts.tv_sec) * 1000000000u + std::uint64_t(ts.tv_nsec);
+}
+
+std::string app_label(const cdsm_app_info& info, const std::string& name) {
+    return fmt::format("application {} ({})", info.app_id, name);
+}
+
+bool is_enoent(const SystemError& e) {
+    return e.err() == ENOENT;
+}
+
+}  // namespace
+
+Daemon::TaskState Daemon::new_task() {
+    TaskState t;
+    t.cpu = CpuShare(kShareWindowMs * procfs::ticks_per_second() / 1000);
+    return t;
+}
+
+Daemon::Daemon(Options options, Config config)
+    : options_(std::move(options)), config_(std::move(config)), started_(Clock::now()) {}
+
+Daemon::~Daemon() = default;
+
+// ---- set-up -------------------------------------------------------------------------------
+
+void Daemon::open_kernel() {
+    device_ = std::make_unique<daemon::Device>(config_.device);
+    events_ = std::make_unique<daemon::EventListener>();
+    planner_ = std::make_unique<Planner>(Topology::from_system(), config_.costs);
+    spdlog::info("machine: {} ({} PUs: {})", planner_->machine().describe(),
+                 planner_->machine().pu_count(), procfs::format_cpu_list(planner_->machine_cpus()));
+}
+
+void Daemon::apply_kernel_params() {
+    if (config_.kernel.empty()) return;
+    cdsm_params p = device_->params();
+    for (const auto& [name, value] : config_.kernel) {
+        if (name == "block_shift") p.block_shift = value;
+        if (name == "rearm_rate_bp") p.rearm_rate_bp = value;
+        if (name == "rearm_period_ms") p.rearm_period_ms = value;
+        if (name == "max_tasks") p.max_tasks = value;
+        if (name == "auto_threads") p.auto_threads = value;
+        if (name == "retention_s") p.retention_s = value;
+        if (name == "age_period_ms") p.age_period_ms = value;
+    }
+    device_->set_params(p);
+    spdlog::info("module parameters set: {}", fmt::join(config_.kernel, ", "));
+}
+
+void Daemon::reload() {
+    reload_ = false;
+    ::sd_notify(0, "RELOADING=1");
+    try {
+        Config fresh = load_config(options_.config_path, options_.config_explicit);
+        if (fresh.socket != config_.socket || fresh.device != config_.device) {
+            spdlog::warn("reload: daemon.socket and daemon.device change only on restart");
+        }
+        const bool costs_changed =
+            fresh.costs.core != config_.costs.core || fresh.costs.l2 != config_.costs.l2 ||
+            fresh.costs.l3 != config_.costs.l3 || fresh.costs.numa != config_.costs.numa ||
+            fresh.costs.package != config_.costs.package ||
+            fresh.costs.machine != config_.costs.machine;
+        fresh.socket = config_.socket;
+        fresh.device = config_.device;
+        config_ = std::move(fresh);
+        spdlog::set_level(config_.log_level);
+        if (costs_changed) {
+            planner_ = std::make_unique<Planner>(planner_->machine(), config_.costs);
+        }
+        for (auto& [id, app] : apps_) app.interval.reconfigure(config_.interval);
+        apply_kernel_params();
+        rejected_pids_.clear();
+        spdlog::info("configuration reloaded from {}", options_.config_path.string());
+    } catch (const std::exception& e) {
+        spdlog::error("reload failed, keeping the previous configuration: {}", e.what());
+    }
+    ::sd_notify(0, "READY=1");
+}
+
+// ---- state file: what must survive a restart ------------------------------------------------
+
+void Daemon::save_state() const {
+    if (config_.state_file.empty() || options_.dry_run) return;
+    Json apps = Json::array();
+    for (const auto& [id, app] : apps_) {
+        Json bound = Json::object(), foreign = Json::array();
+        for (const auto& [tid, t] : app.tasks) {
+            if (t.bound_cpu) bound[std::to_string(tid)] = *t.bound_cpu;
+            if (t.foreign) foreign.push_back(tid);
+        }
+        apps.push_back({{"app_id", id},
+                        {"start_ns", app.info.start_ns},
+                        {"name", app.name},
+                        {"migrations", app.migrations},
+                        {"bound", bound},
+                        {"foreign", foreign},
+                        {"history", Json(app.history)}});
+    }
+    const std::filesystem::path path(config_.state_file);
+    const std::filesystem::path tmp = path.string() + ".tmp";
+    try {
+        std::filesystem::create_directories(path.parent_path());
+        {
+            std::ofstream out(tmp);
+            out << Json{{"version", 1}, {"apps", apps}}.dump() << "\n";
+            if (!out) throw std::runtime_error("write failed");
+        }
+        std::filesystem::rename(tmp, path);
+    } catch (const std::exception& e) {
+        spdlog::warn("cannot save state to {}: {}", path.string(), e.what());
+    }
+}
+
+void Daemon::load_state() {
+    std::ifstream in(config_.state_file);
+    if (!in) return;
+    const Json state = Json::parse(in, nullptr, false);
+    if (state.is_discarded() || !state.contains("apps")) {
+        spdlog::warn("state file {} is not valid, ignoring it", config_.state_file);
+        return;
+    }
+    for (const Json& a : state["apps"]) saved_[a.value("app_id", 0u)] = a;
+    spdlog::info("state file {}: {} application(s) from a previous run", config_.state_file,
+                 saved_.size());
+}
+
+// ---- applications ---------------------------------------------------------------------------
+
+Daemon::AppState& Daemon::adopt(const cdsm_app_info& info, const std::string& name) {
+    auto [it, added] = apps_.try_emplace(info.app_id);
+    AppState& app = it->second;
+    app.info = info;
+    if (!added) {
+        if (!name.empty()) app.name = name;
+        return app;
+    }
+    app.interval = AdaptiveInterval(config_.interval);
+    app.due = Clock::now();
+    app.name = name.empty() ? std::string(info.comm, strnlen(info.comm, sizeof(info.comm))) : name;
+    // An application of a previous run (same id, same start time): what cdsmd did to it then
+    // still holds, so its bindings and the tasks it left alone carry over.
+    if (auto s = saved_.find(info.app_id);
+        s != saved_.end() && s->second.value("start_ns", 0ull) == info.start_ns) {
+        const Json& j = s->second;
+        if (name.empty()) app.name = j.value("name", app.name);
+        app.migrations = j.value("migrations", 0ull);
+        for (const auto& [tid, cpu] : j["bound"].items()) {
+            app.tasks.try_emplace(std::stoi(tid), new_task()).first->second.bound_cpu =
+                cpu.get<std::uint32_t>();
+        }
+        for (const Json& tid : j["foreign"]) {
+            app.tasks.try_emplace(tid.get<pid_t>(), new_task()).first->second.foreign = true;
+        }
+        for (const Json& h : j["history"]) app.history.push_back(h);
+        spdlog::info("{}: picked up from the previous run ({} task bindings)",
+                     app_label(info, app.name), j["bound"].size());
+        saved_.erase(s);
+    } else {
+        spdlog::info("{}: tracked ({}, root pid {}, uid {}, {} tasks)", app_label(info, app.name),
+                     daemon::track_kind_name(info.kind), info.root_pid, info.uid, info.nr_tasks);
+    }
+    if (info.flags & CDSM_APP_ENDED) app.ended_at = Clock::now();
+    return app;
+}
+
+void Daemon::forget(std::uint32_t app_id) {
+    if (apps_.erase(app_id)) save_state();
+}
+
+void Daemon::resync() {
+    std::set<std::uint32_t> live;
+    for (const cdsm_app_info& info : device_->list_apps()) {
+        live.insert(info.app_id);
+        AppState& app = adopt(info);
+        if ((info.flags & CDSM_APP_ENDED) && !app.ended_at) {
+            app.ended_at = Clock::now();
+            app.claimed.clear();
+        }
+    }
+    for (auto it = apps_.begin(); it != apps_.end();) {
+        if (live.count(it->first)) {
+            ++it;
+            continue;
+        }
+        spdlog::info("{}: no longer in the module, forgotten",
+                     app_label(it->second.info, it->second.name));
+        it = apps_.erase(it);
+    }
+    saved_.clear();  // entries not matched now belong to applications that are gone
+}
+
+void Daemon::on_events() {
+    const auto batch = events_->receive();
+    bool apps_changed = batch.lost;
+    if (batch.lost) spdlog::warn("netlink events were lost; re-reading the module's state");
+    for (const daemon::Event& e : batch.events) {
+        spdlog::debug("event {} application {} task {} ({})", daemon::to_string(e.kind), e.app_id,
+                      e.tid, e.comm);
+        const auto it = apps_.find(e.app_id);
+        switch (e.kind) {
+            case daemon::Event::Kind::kAppStarted:
+                apps_changed = true;
+                break;
+            case daemon::Event::Kind::kAppEnded:
+                apps_changed = true;
+                if (it != apps_.end()) {
+                    spdlog::info("{}: ended", app_label(it->second.info, it->second.name));
+                    it->second.ended_at = Clock::now();
+                    it->second.claimed.clear();
+                }
+                break;
+            case daemon::Event::Kind::kTaskJoined:
+                // A new thread inherits its creator's mask: place it now, not at the next tick.
+                if (it != apps_.end())
+                    it->second.due = Clock::now();
+                else
+                    apps_changed = true;
+                break;
+            case daemon::Event::Kind::kTaskExited:
+                if (it != apps_.end()) it->second.tasks.erase(e.tid);
+                break;
+        }
+    }
+    if (apps_changed) resync();
+}
+
+void Daemon::release_ended() {
+    const auto now = Clock::now();
+    const auto after = std::chrono::milliseconds(config_.release_ended_after_ms);
+    std::vector<std::uint32_t> done;
+    for (const auto& [id, app] : apps_) {
+        if (app.ended_at && now >= *app.ended_at + after) done.push_back(id);
+    }
+    for (std::uint32_t id : done) {
+        try {
+            if (!options_.dry_run) device_->release(id);
+            spdlog::info("{}: ended, released", app_label(apps_[id].info, apps_[id].name));
+        } catch (const SystemError& e) {
+            if (!is_enoent(e)) spdlog::warn("{}", e.what());
+        }
+        forget(id);
+    }
+}
+
+// ---- mapping --------------------------------------------------------------------------------
+
+void Daemon::check_environment(AppState& app, pid_t tgid) {
+    if (app.env_by_tgid.count(tgid)) return;
+    auto env = procfs::environ(tgid, environment_names());
+    if (!env) {
+        spdlog::debug("{}: cannot read /proc/{}/environ (CDSM_DISABLE and ranks unknown)",
+                      app_label(app.info, app.name), tgid);
+        env.emplace();
+    }
+    if (opts_out(*env) && !app.opted_out) {
+        app.opted_out = true;
+        spdlog::info("{}: opts out (CDSM_DISABLE in the environment of process {}); not placing it",
+                     app_label(app.info, app.name), tgid);
+    }
+    app.env_by_tgid.emplace(tgid, std::move(*env));
+}
+
+std::vector<std::uint32_t> Daemon::allowed_cpus(pid_t tid) const {
+    const std::vector<std::uint32_t> machine = planner_->machine_cpus();
+    const auto cgroup = cgroup_allowed_cpus(tid);
+    if (!cgroup) return machine;
+    std::vector<std::uint32_t> allowed;
+    for (std::uint32_t c : machine) {
+        if (std::find(cgroup->begin(), cgroup->end(), c) != cgroup->end()) allowed.push_back(c);
+    }
+    return allowed.empty() ? machine : allowed;
+}
+
+std::set<std::uint32_t> Daemon::claimed_by_others(std::uint32_t app_id) const {
+    std::set<std::uint32_t> claimed;
+    for (const auto& [id, app] : apps_) {
+        if (id != app_id) claimed.insert(app.claimed.begin(), app.claimed.end());
+    }
+    return claimed;
+}
+
+Json Daemon::map_app(AppState& app, const MapRequest& req) {
+    const std::uint32_t id = app.info.app_id;
+    const std::string label = app_label(app.info, app.name);
+    const std::string algorithm = req.algorithm.empty() ? config_.algorithm : req.algorithm;
+    ++app.passes;
+    ++mappings_;
+    Json d = {{"app_id", id},
+              {"name", app.name},
+              {"algorithm", algorithm},
+              {"applied", false},
+              {"changed", false}};
+    const auto finish = [&](bool changed) {
+        if (req.from_timer) app.interval.update(changed);
+        app.due = Clock::now() + app.interval.current();
+        app.last_mapped_ns = boottime_ns();
+        d["interval_ms"] = app.interval.current().count();
+        app.last = d;
+        return d;
+    };
+    const auto skip = [&](const std::string& reason) {
+        d["skipped"] = reason;
+        app.claimed.clear();
+        spdlog::debug("{}: not mapped: {}", label, reason);
+        return finish(false);
+    };
+
+    const auto tasks = device_->tasks(id);
+    const auto matrix = device_->matrix(id);
+    const std::uint64_t now = procfs::now_ticks();
+
+    std::vector<std::uint32_t> indices, current, foreign_cpus;
+    std::vector<pid_t> tids;
+    std::vector<std::vector<std::uint32_t>> masks;
+    std::set<pid_t> present;
+    Json placement = Json::array();
+    for (const cdsm_task_info& t : tasks) {
+        placement.push_back(nullptr);
+        TaskFacts f;
+        f.exited = t.flags & CDSM_TASK_EXITED;
+        std::optional<procfs::TaskStat> stat;
+        if (!f.exited) {
+            stat = procfs::task_stat(t.tgid, t.tid);
+            auto mask = procfs::affinity(t.tid);
+            f.exited = !stat || !mask;
+            if (mask) f.affinity = std::move(*mask);
+        }
+        if (f.exited) continue;
+        present.insert(t.tid);
+        TaskState& ts = app.tasks.try_emplace(t.tid, new_task()).first->second;
+        check_environment(app, t.tgid);
+        f.process_comm = procfs::comm(t.tgid).value_or("");
+        f.cpu_share = ts.cpu.update(*stat, now);
+        f.bound_cpu = ts.bound_cpu;
+        f.foreign_before = ts.foreign;
+        ts.role = classify(f, config_);
+        if (ts.role == TaskRole::kForeign && !ts.foreign) {
+            ts.foreign = true;
+            spdlog::warn(
+                "{}: task {} ({}) has affinity {} but cdsmd bound it to CPU {}: "
+                "another program changed it, leaving the task alone",
+                label, t.tid, t.comm, procfs::format_cpu_list(f.affinity),
+                ts.bound_cpu.value_or(0));
+            save_state();
+        }
+        if (ts.role == TaskRole::kForeign && f.affinity.size() == 1) {
+            foreign_cpus.push_back(f.affinity[0]);
+        }
+        if (ts.role != TaskRole::kPlace) continue;
+        indices.push_back(t.index);
+        tids.push_back(t.tid);
+        current.push_back(static_cast<std::uint32_t>(stat->processor));
+        masks.push_back(f.affinity);
+    }
+    std::erase_if(app.tasks, [&](const auto& kv) { return !present.count(kv.first); });
+
+    if (app.opted_out) return skip("opted out (CDSM_DISABLE=1)");
+    if (tids.size() < 2)
+        return skip(fmt::format("{} runnable task(s), nothing to map", tids.size()));
+    const CommMatrix sub = submatrix(matrix, indices);
+    if (sub.total() == 0) return skip("no communication detected yet");
+
+    const std::vector<std::uint32_t> allowed = allowed_cpus(tids.front());
+    const std::set<std::uint32_t> others = claimed_by_others(id);
+    std::vector<std::uint32_t> available;
+    for (std::uint32_t c : allowed) {
+        if (!others.count(c) &&
+            std::find(foreign_cpus.begin(), foreign_cpus.end(), c) == foreign_cpus.end()) {
+            available.push_back(c);
+        }
+    }
+    if (available.size() < tids.size()) {
+        // More runnable tasks than free PUs: over-subscribe only the application's own allowed
+        // set, never PUs other applications' placed tasks run on.
+        if (!others.empty()) {
+            return skip(
+                fmt::format("{} runnable tasks but only {} free CPUs (other applications "
+                            "hold {})",
+                            tids.size(), available.size(), others.size()));
+        }
+        if (available.empty()) available = allowed;
+    }
+
+    const Plan plan =
+        planner_->plan(sub, current, available, algorithm, config_.min_gain, req.baselines);
+    d["cost_before"] = plan.cost_before;
+    d["cost_after"] = plan.cost_after;
+    d["changed"] = plan.changed;
+    if (req.baselines) d["baselines"] = plan.baselines;
+    app.cost_current = plan.changed && req.apply ? plan.cost_after : plan.cost_before;
+    app.cost_best = plan.cost_after;
+    for (std::size_t k = 0; k < tids.size(); ++k) placement[indices[k]] = plan.target_cpus[k];
+    d["placement"] = placement;
+
+    Json moved = Json::array(), failed = Json::array();
+    const bool apply = req.apply && !options_.dry_run && plan.changed;
+    if (apply) {
+        std::vector<PuId> pus;
+        for (std::uint32_t c : plan.target_cpus)
+            pus.push_back(*planner_->machine().find_os_index(c));
+        const MigrationReport r = Migrator().apply(tids, Placement(pus), planner_->machine());
+        std::map<pid_t, std::size_t> slot;
+        for (std::size_t k = 0; k < tids.size(); ++k) slot[tids[k]] = k;
+        for (pid_t tid : r.moved) {
+            const std::size_t k = slot[tid];
+            moved.push_back({{"tid", tid}, {"from", masks[k]}, {"to", plan.target_cpus[k]}});
+            app.tasks[tid].bound_cpu = plan.target_cpus[k];
+        }
+        for (pid_t tid : r.unchanged) app.tasks[tid].bound_cpu = plan.target_cpus[slot[tid]];
+        for (pid_t tid : r.vanished) app.tasks.erase(tid);  // exited mid-migration
+        const auto fail = [&](pid_t tid, const std::string& why) {
+            failed.push_back({{"tid", tid}, {"error", why}});
+            spdlog::warn("{}: task {} not moved to CPU {}: {}", label, tid,
+                         plan.target_cpus[slot[tid]], why);
+        };
+        for (pid_t tid : r.denied) fail(tid, "not permitted (EPERM)");
+        for (pid_t tid : r.outside_cpuset) fail(tid, "CPU outside the task's cgroup cpuset");
+        for (const auto& [tid, err] : r.failed) fail(tid, std::strerror(err));
+        if (!moved.empty()) {
+            ++app.migrations;
+            migrations_ += moved.size();
+            if (config_.age_after_migration) {
+                try {
+                    device_->age(id);
+                } catch (const SystemError& e) {
+                    if (!is_enoent(e)) throw;
+                }
+            }
+            spdlog::info("{}: migrated {} of {} tasks, cost {:.0f} -> {:.0f} ({:+.1f} %)", label,
+                         moved.size(), tids.size(), plan.cost_before, plan.cost_after,
+                         plan.cost_before > 0
+                             ? 100.0 * (plan.cost_after - plan.cost_before) / plan.cost_before
+                             : 0.0);
+            app.history.push_back({{"time_ns", boottime_ns()},
+                                   {"moved", moved},
+                                   {"cost_before", plan.cost_before},
+                                   {"cost_after", plan.cost_after}});
+            while (app.history.size() > kHistory) app.history.pop_front();
+            save_state();
+        }
+    }
+    d["applied"] = apply;
+    d["moved"] = moved;
+    d["failed"] = failed;
+    // PUs held: where cdsmd bound the tasks (or, in a dry run, where it would).
+    app.claimed.clear();
+    for (std::size_t k = 0; k < tids.size(); ++k) {
+        const auto& b = app.tasks[tids[k]].bound_cpu;
+        if (options_.dry_run || (b && *b == plan.target_cpus[k])) {
+            app.claimed.push_back(plan.target_cpus[k]);
+        }
+    }
+    return finish(plan.changed);
+}
+
+void Daemon::run_due() {
+    const auto now = Clock::now();
+    std::vector<std::uint32_t> due;
+    for (const auto& [id, app] : apps_) {
+        if (!app.ended_at && app.due <= now) due.push_back(id);
+    }
+    for (std::uint32_t id : due) {
+        const auto it = apps_.find(id);
+        if (it == apps_.end()) continue;
+        AppState& app = it->second;
+        try {
+            map_app(app, MapRequest{});
+        } catch (const SystemError& e) {
+            if (is_enoent(e)) {
+                spdlog::info("{}: gone from the module", app_label(app.info, app.name));
+                forget(id);
+                continue;
+            }
+            spdlog::error("{}: mapping failed: {}", app_label(app.info, app.name), e.what());
+            app.due = now + app.interval.current();
+        } catch (const std::exception& e) {
+            spdlog::error("{}: mapping failed: {}", app_label(app.info, app.name), e.what());
+            app.due = now + app.interval.current();
+        }
+    }
+}
+
+// ---- automatic tracking ---------------------------------------------------------------------
+
+void Daemon::track_pid(pid_t pid, const std::string& name) {
+    try {
+        const std::uint32_t id = device_->track_pid(pid);
+        for (const cdsm_app_info& info : device_->list_apps()) {
+            if (info.app_id == id) adopt(info, name);
+        }
+    } catch (const SystemError& e) {
+        rejected_pids_.insert(pid);
+        if (e.err() != EEXIST) spdlog::warn("cannot track process {}: {}", pid, e.what());
+    }
+}
+
+void Daemon::scan_rules() {
+    next_scan_ = Clock::now() + std::chrono::milliseconds(std::max(config_.scan_interval_ms, 100u));
+    if (config_.rules.empty()) return;
+    bool process_rules = false;
+    for (const TrackRule& rule : config_.rules) {
+        if (!rule.cgroup_only()) {
+            process_rules = true;
+            continue;
+        }
+        std::error_code ec;
+        const std::filesystem::path root = "/sys/fs/cgroup";
+        for (auto it = std::filesystem::recursive_directory_iterator(
+                 root, std::filesystem::directory_options::skip_permission_denied, ec);
+             !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+            if (!it->is_directory()) continue;
+            const std::string path = "/" + it->path().lexically_relative(root).string();
+            if (tracked_cgroups_.count(path) || !cgroup_matches(rule, path)) continue;
+            tracked_cgroups_.insert(path);
+            try {
+                const std::uint32_t id = device_->track_cgroup(path);
+                for (const cdsm_app_info& info : device_->list_apps()) {
+                    if (info.app_id == id) adopt(info, rule.name.empty() ? path : rule.name);
+                }
+            } catch (const SystemError& e) {
+                if (e.err() != EEXIST) spdlog::warn("cannot track cgroup {}: {}", path, e.what());
+            }
+        }
+    }
+    if (!process_rules) return;
+    const auto pids = procfs::processes();
+    std::erase_if(rejected_pids_,
+                  [&](pid_t p) { return !std::binary_search(pids.begin(), pids.end(), p); });
+    for (pid_t pid : pids) {
+        if (pid <= 1 || pid == ::getpid() || rejected_pids_.count(pid)) continue;
+        const auto status = procfs::status(pid);
+        const auto comm = procfs::comm(pid);
+        if (!status || !comm || status->threads == 0) continue;  // gone, or a kernel thread
+        const ProcessFacts facts{*comm, status->uid, procfs::cgroup(pid).value_or(""),
+                                 status->threads};
+        for (const TrackRule& rule : config_.rules) {
+            if (rule.cgroup_only() || !rule_matches(rule, facts)) continue;
+            track_pid(pid, rule.name.empty() ? *comm : rule.name);
+            break;
+        }
+    }
+}
+
+// ---- the loop -------------------------------------------------------------------------------
+
+Clock::time_point Daemon::next_wakeup() const {
+    Clock::time_point t = next_scan_;
+    const auto release_after = std::chrono::milliseconds(config_.release_ended_after_ms);
+    for (const auto& [id, app] : apps_) {
+        t = std::min(t, app.ended_at ? *app.ended_at + release_after : app.due);
+    }
+    return t;
+}
+
+int Daemon::run() {
+    open_kernel();
+    load_state();
+    apply_kernel_params();
+    resync();
+    if (options_.once) {
+        for (auto& [id, app] : apps_) {
+            if (app.ended_at) continue;
+            std::cout << map_app(app, MapRequest{!options_.dry_run, {}, true, false}).dump()
+                      << std::endl;
+        }
+        save_state();
+        return 0;
+    }
+    server_ = std::make_unique<ControlServer>(
+        daemon::socket_path(options_.socket.empty() ? config_.socket : options_.socket),
+        [this](const Json& r, const daemon::PeerCredentials& p) { return handle(r, p); });
+
+    sigset_t signals;
+    sigemptyset(&signals);
+    for (int s : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&signals, s);
+    ::sigprocmask(SIG_BLOCK, &signals, nullptr);
+    daemon::Fd sigfd(::signalfd(-1, &signals, SFD_CLOEXEC | SFD_NONBLOCK));
+    daemon::Fd epoll(::epoll_create1(EPOLL_CLOEXEC));
+    if (!sigfd || !epoll) daemon::throw_errno("signalfd/epoll_create1");
+    for (int fd : {sigfd.get(), events_->fd(), server_->fd()}) {
+        epoll_event ev{};
+        ev.events = EPOLLIN;
+        ev.data.fd = fd;
+        if (::epoll_ctl(epoll.get(), EPOLL_CTL_ADD, fd, &ev) < 0) daemon::throw_errno("epoll_ctl");
+    }
+    scan_rules();
+    spdlog::info("cdsmd {} ready: {} application(s), control socket {}{}", cdsm::version(),
+                 apps_.size(), server_->path(), options_.dry_run ? ", dry run" : "");
+    ::sd_notifyf(0, "READY=1\nSTATUS=mapping %zu application(s)\nMAINPID=%d", apps_.size(),
+                 int(::getpid()));
+    if (on_ready_) on_ready_();
+
+    while (!stop_) {
+        const auto wait =
+            std::chrono::duration_cast<std::chrono::milliseconds>(next_wakeup() - Clock::now());
+        epoll_event ready[8];
+        const int n = ::epoll_wait(epoll.get(), ready, 8,
+                                   int(std::clamp<std::int64_t>(wait.count(), 0, 1000)));
+        if (n < 0 && errno != EINTR) daemon::throw_errno("epoll_wait");
+        for (int i = 0; i < n; ++i) {
+            const int fd = ready[i].data.fd;
+            if (fd == sigfd.get()) {
+                signalfd_siginfo si{};
+                while (::read(sigfd.get(), &si, sizeof(si)) == ssize_t(sizeof(si))) {
+                    if (si.ssi_signo == SIGHUP) {
+                        reload_ = true;
+                    } else {
+                        spdlog::info("signal {}: stopping", strsignal(int(si.ssi_signo)));
+                        stop_ = true;
+                    }
+                }
+            } else if (fd == events_->fd()) {
+                on_events();
+            } else if (fd == server_->fd()) {
+                server_->dispatch();
+            }
+        }
+        if (reload_) reload();
+        if (stop_) break;
+        run_due();
+        if (Clock::now() >= next_scan_) {
+            scan_rules();
+            resync();  // a safety net: the events are the fast path
+        }
+        release_ended();
+    }
+    ::sd_notify(0, "STOPPING=1");
+    save_state();
+    return 0;
+}
+
+}  // namespace cdsm::cdsmd

@@ -1,0 +1,141 @@
+// SPDX-License-Identifier: GPL-2.0
+#pragma once
+
+#include <chrono>
+#include <deque>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cdsm/daemon/device.hpp"
+#include "cdsm/daemon/events.hpp"
+#include "cdsm/daemon/protocol.hpp"
+#include "config.hpp"
+#include "interval.hpp"
+#include "planner.hpp"
+#include "policy.hpp"
+#include "server.hpp"
+
+namespace cdsm::cdsmd {
+
+using Clock = std::chrono::steady_clock;
+
+/// How cdsmd was started (its command line).
+struct Options {
+    std::filesystem::path config_path{std::string(kDefaultConfigPath)};
+    bool config_explicit = false;
+    std::string socket;  ///< overrides the configuration's
+    bool dry_run = false;
+    bool once = false;
+    bool no_socket = false;  ///< --once without a control socket
+};
+
+/// The service: keeps one AppState per application the module tracks, maps each on its adaptive
+/// interval, reacts to the module's events, tracks processes and cgroups matching the rules, and
+/// answers the control socket. Single-threaded around one epoll loop.
+class Daemon {
+  public:
+    Daemon(Options options, Config config);
+    ~Daemon();
+
+    /// Runs until SIGTERM/SIGINT (0) or a fatal error (thrown). With Options::once: one mapping
+    /// pass over every live application, each decision printed as a JSON line, then returns.
+    int run();
+
+    /// Called once when the daemon is ready (socket listening, applications adopted).
+    void on_ready(std::function<void()> callback) { on_ready_ = std::move(callback); }
+
+  private:
+    struct TaskState {
+        CpuShare cpu{0};
+        std::optional<std::uint32_t> bound_cpu;  ///< the CPU cdsmd bound it to
+        bool foreign = false;
+        TaskRole role = TaskRole::kIdle;
+    };
+    static TaskState new_task();
+
+    struct AppState {
+        cdsm_app_info info{};
+        std::string name;
+        AdaptiveInterval interval;
+        Clock::time_point due;
+        std::map<pid_t, TaskState> tasks;
+        std::map<pid_t, std::map<std::string, std::string>> env_by_tgid;
+        bool opted_out = false;
+        std::vector<std::uint32_t> claimed;  ///< OS CPUs its placed tasks hold
+        std::optional<Clock::time_point> ended_at;
+        std::uint64_t passes = 0;
+        std::uint64_t migrations = 0;
+        double cost_current = 0;
+        double cost_best = 0;
+        std::uint64_t last_mapped_ns = 0;
+        daemon::Json last = nullptr;       ///< last decision
+        std::deque<daemon::Json> history;  ///< recent migrations
+    };
+    struct MapRequest {
+        bool apply = true;
+        std::string algorithm;
+        bool baselines = false;
+        bool from_timer = true;
+    };
+
+    // Set-up and reconfiguration.
+    void open_kernel();
+    void apply_kernel_params();
+    void reload();
+    void load_state();
+    void save_state() const;
+
+    // The module's applications.
+    void resync();
+    AppState& adopt(const cdsm_app_info& info, const std::string& name = {});
+    void on_events();
+    void forget(std::uint32_t app_id);
+    void release_ended();
+
+    // Mapping.
+    daemon::Json map_app(AppState& app, const MapRequest& request);
+    void check_environment(AppState& app, pid_t tgid);
+    std::vector<std::uint32_t> allowed_cpus(pid_t tid) const;
+    std::set<std::uint32_t> claimed_by_others(std::uint32_t app_id) const;
+    void run_due();
+
+    // Automatic tracking.
+    void scan_rules();
+    void track_pid(pid_t pid, const std::string& name);
+
+    // Control socket.
+    daemon::Json handle(const daemon::Json& request, const daemon::PeerCredentials& creds);
+    AppState& find_app(const daemon::Json& request, const Peer& peer);
+    daemon::Json app_json(const AppState& app) const;
+    daemon::Json tasks_json(AppState& app);
+    daemon::Json stats_json() const;
+    daemon::Json topology_json() const;
+
+    Clock::time_point next_wakeup() const;
+
+    Options options_;
+    Config config_;
+    std::unique_ptr<daemon::Device> device_;
+    std::unique_ptr<daemon::EventListener> events_;
+    std::unique_ptr<Planner> planner_;
+    std::unique_ptr<ControlServer> server_;
+    std::map<std::uint32_t, AppState> apps_;
+    std::map<std::uint32_t, daemon::Json> saved_;  ///< state file entries not yet matched
+    std::set<std::string> tracked_cgroups_;
+    std::set<pid_t> rejected_pids_;  ///< matched a rule but could not be tracked
+    Clock::time_point next_scan_;
+    Clock::time_point started_;
+    std::uint64_t mappings_ = 0;
+    std::uint64_t migrations_ = 0;
+    bool stop_ = false;
+    bool reload_ = false;
+    std::function<void()> on_ready_;
+};
+
+}  // namespace cdsm::cdsmd

@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "planner.hpp"
+
+#include <cdsm/error.hpp>
+#include <cdsm/mapper.hpp>
+#include <cdsm/remapper.hpp>
+
+namespace cdsm::cdsmd {
+
+CommMatrix submatrix(const daemon::KernelMatrix& m, const std::vector<std::uint32_t>& indices) {
+    CommMatrix out(indices.size());
+    for (std::size_t a = 0; a < indices.size(); ++a) {
+        for (std::size_t b = a + 1; b < indices.size(); ++b) {
+            const std::uint32_t i = indices[a], j = indices[b];
+            if (i < m.dim && j < m.dim && i != j) out.set(a, b, m.at(i, j));
+        }
+    }
+    return out;
+}
+
+Planner::Planner(Topology machine, LevelCosts costs)
+    : machine_(std::move(machine)), costs_(costs), distances_(machine_, costs_) {}
+
+std::vector<std::uint32_t> Planner::machine_cpus() const {
+    std::vector<std::uint32_t> cpus;
+    for (const Pu& pu : machine_.pus()) cpus.push_back(pu.os_index);
+    return cpus;
+}
+
+double Planner::cost(const CommMatrix& matrix, const std::vector<std::uint32_t>& cpus) const {
+    double total = 0;
+    std::vector<std::optional<PuId>> pus;
+    for (std::uint32_t c : cpus) pus.push_back(machine_.find_os_index(c));
+    for (std::size_t i = 0; i < matrix.size(); ++i) {
+        for (std::size_t j = i + 1; j < matrix.size(); ++j) {
+            const auto v = matrix.at(i, j);
+            if (!v) continue;
+            const double d = pus[i] && pus[j] ? distances_(*pus[i], *pus[j]) : distances_.max();
+            total += double(v) * d;
+        }
+    }
+    return total;
+}
+
+Plan Planner::plan(const CommMatrix& matrix, const std::vector<std::uint32_t>& current_cpus,
+                   const std::vector<std::uint32_t>& available_cpus, std::string_view algorithm,
+                   double min_gain, bool with_baselines) const {
+    const Topology sub = machine_.restricted_to(available_cpus);
+    const Distances sub_distances(sub, costs_);
+    // Tasks running outside the available CPUs have no place in `sub`: stacking them all on
+    // one PU makes the current placement unbalanced, which the Remapper always replaces.
+    std::vector<PuId> current;
+    bool inside = true;
+    for (std::uint32_t c : current_cpus) {
+        const auto pu = sub.find_os_index(c);
+        inside = inside && pu.has_value();
+        current.push_back(pu.value_or(0));
+    }
+    if (!inside) current.assign(current.size(), 0);
+
+    const Remapper remapper(make_mapper(algorithm), RemapOptions{min_gain});
+    const RemapDecision d = remapper.decide(matrix, sub, sub_distances, Placement(current));
+
+    Plan plan;
+    for (PuId pu : d.placement.pus()) plan.target_cpus.push_back(sub.pu(pu).os_index);
+    plan.cost_before = cost(matrix, current_cpus);
+    plan.cost_after = cost(matrix, plan.target_cpus);
+    for (std::size_t i = 0; i < current_cpus.size(); ++i) {
+        plan.moved += plan.target_cpus[i] != current_cpus[i];
+    }
+    plan.changed = plan.moved > 0;
+    if (with_baselines) {
+        for (const char* name : {"scotch", "compact", "scatter", "random"}) {
+            const MappingProblem problem{matrix, sub, sub_distances, nullptr};
+            std::vector<std::uint32_t> cpus;
+            const Placement placement = make_mapper(name)->map(problem);
+            for (PuId pu : placement.pus()) cpus.push_back(sub.pu(pu).os_index);
+            plan.baselines[name] = cost(matrix, cpus);
+        }
+    }
+    return plan;
+}
+
+}  // namespace cdsm::cdsmd

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: GPL-2.0
+#pragma once
+
+#include <cdsm/comm_matrix.hpp>
+#include <cdsm/distances.hpp>
+#include <cdsm/topology.hpp>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cdsm/daemon/device.hpp"
+
+namespace cdsm::cdsmd {
+
+/// The rows and columns `indices` of a kernel matrix, as a CommMatrix (row k = task indices[k]).
+/// Indices beyond the snapshot (tasks that joined after it) get empty rows.
+CommMatrix submatrix(const daemon::KernelMatrix& matrix, const std::vector<std::uint32_t>& indices);
+
+/// What plan() proposes for the tasks of one application.
+struct Plan {
+    std::vector<std::uint32_t> target_cpus;   ///< OS CPU per task
+    bool changed = false;                     ///< target differs from where the tasks run now
+    double cost_before = 0;                   ///< of the tasks where they run now
+    double cost_after = 0;                    ///< of target_cpus (= cost_before when unchanged)
+    std::size_t moved = 0;                    ///< tasks whose CPU changes
+    std::map<std::string, double> baselines;  ///< cost by mapper name, when asked for
+};
+
+/// Places the tasks of one application on a set of CPUs with libcdsm (mapper + Remapper: keep
+/// the current placement unless the new one is better by min_gain). Costs are always computed
+/// on the whole machine's distances, so that placements inside different CPU sets compare.
+class Planner {
+  public:
+    Planner(Topology machine, LevelCosts costs);
+
+    const Topology& machine() const noexcept { return machine_; }
+    const Distances& distances() const noexcept { return distances_; }
+    /// The OS CPUs of the machine's usable PUs.
+    std::vector<std::uint32_t> machine_cpus() const;
+
+    /// `current_cpus`: where each task runs now (OS CPU); `available_cpus`: where they may go
+    /// (OS CPUs of the machine). Throws cdsm::Error if no available CPU is in the machine.
+    Plan plan(const CommMatrix& matrix, const std::vector<std::uint32_t>& current_cpus,
+              const std::vector<std::uint32_t>& available_cpus, std::string_view algorithm,
+              double min_gain, bool with_baselines = false) const;
+
+    /// Cost of tasks on OS CPUs, on the machine's distances (CPUs not in the machine count as
+    /// the farthest distance).
+    double cost(const CommMatrix& matrix, const std::vector<std::uint32_t>& cpus) const;
+
+  private:
+    Topology machine_;
+    LevelCosts costs_;
+    Distances distances_;
+};
+
+}  // namespace cdsm::cdsmd

@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "policy.hpp"
+
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <charconv>
+
+namespace cdsm::cdsmd {
+
+bool rule_matches(const TrackRule& rule, const ProcessFacts& p) {
+    if (!rule.comm.empty() && ::fnmatch(rule.comm.c_str(), p.comm.c_str(), 0) != 0) return false;
+    if (rule.uid && *rule.uid != p.uid) return false;
+    if (!rule.cgroup.empty() && !cgroup_matches(rule, p.cgroup)) return false;
+    return p.threads >= rule.min_threads;
+}
+
+bool cgroup_matches(const TrackRule& rule, std::string_view cgroup_path) {
+    const std::string path(cgroup_path);
+    return ::fnmatch(rule.cgroup.c_str(), path.c_str(), FNM_PATHNAME) == 0;
+}
+
+std::string_view to_string(TaskRole role) noexcept {
+    switch (role) {
+        case TaskRole::kPlace:
+            return "placed";
+        case TaskRole::kExited:
+            return "exited";
+        case TaskRole::kLauncher:
+            return "launcher";
+        case TaskRole::kForeign:
+            return "affinity changed by another program";
+        case TaskRole::kIdle:
+            return "idle";
+    }
+    return "unknown";
+}
+
+TaskRole classify(const TaskFacts& t, const Config& config) {
+    if (t.exited) return TaskRole::kExited;
+    const auto& l = config.launchers;
+    if (std::find(l.begin(), l.end(), t.process_comm) != l.end()) return TaskRole::kLauncher;
+    // Once something else has bound a task, it stays its business (DESIGN §6).
+    if (t.foreign_before) return TaskRole::kForeign;
+    if (t.bound_cpu && t.affinity != std::vector<std::uint32_t>{*t.bound_cpu}) {
+        return TaskRole::kForeign;
+    }
+    if (t.cpu_share < config.idle_cpu) return TaskRole::kIdle;
+    return TaskRole::kPlace;
+}
+
+double CpuShare::update(const procfs::TaskStat& stat, std::uint64_t now_ticks) {
+    if (!valid_) {
+        const std::uint64_t life = now_ticks > stat.start_ticks ? now_ticks - stat.start_ticks : 0;
+        share_ = life ? double(stat.cpu_ticks) / double(life) : 0;
+    } else if (now_ticks >= at_ticks_ + window_ticks_) {
+        const std::uint64_t used = stat.cpu_ticks >= cpu_ticks_ ? stat.cpu_ticks - cpu_ticks_ : 0;
+        share_ = double(used) / double(now_ticks - at_ticks_);
+    } else {
+        return share_;  // too short a window for a meaningful share at clock-tick resolution
+    }
+    valid_ = true;
+    cpu_ticks_ = stat.cpu_ticks;
+    at_ticks_ = now_ticks;
+    share_ = std::min(share_, 1.0);
+    return share_;
+}
+
+const std::vector<std::string>& environment_names() {
+    static const std::vector<std::string> names = {"CDSM_DISABLE", "OMPI_COMM_WORLD_RANK",
+                                                   "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"};
+    return names;
+}
+
+bool opts_out(const std::map<std::string, std::string>& env) {
+    const auto it = env.find("CDSM_DISABLE");
+    if (it == env.end()) return false;
+    const std::string& v = it->second;
+    return v == "1" || v == "true" || v == "yes";
+}
+
+std::optional<int> mpi_rank(const std::map<std::string, std::string>& env) {
+    for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"}) {
+        const auto it = env.find(name);
+        if (it == env.end()) continue;
+        int rank = -1;
+        const std::string& v = it->second;
+        const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), rank);
+        if (ec == std::errc() && end == v.data() + v.size() && rank >= 0) return rank;
+    }
+    return std::nullopt;
+}
+
+bool is_control_request(std::string_view cmd, bool dry_run) {
+    for (std::string_view c : {"track", "untrack", "age", "reset", "release", "set", "reload"}) {
+        if (cmd == c) return true;
+    }
+    return cmd == "map" && !dry_run;
+}
+
+}  // namespace cdsm::cdsmd

@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: GPL-2.0
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "config.hpp"
+#include "procfs.hpp"
+
+/// cdsmd's decisions that need no kernel: which processes to track, which tasks to place, who
+/// may see and control what. Pure functions, unit-tested on the host.
+namespace cdsm::cdsmd {
+
+/// What a process looks like to the tracking rules.
+struct ProcessFacts {
+    std::string comm;
+    uid_t uid = 0;
+    std::string cgroup;
+    std::uint32_t threads = 0;
+};
+
+/// Every condition the rule sets holds for the process (globs as fnmatch; cgroup with
+/// FNM_PATHNAME, so '*' stays inside one directory level).
+bool rule_matches(const TrackRule& rule, const ProcessFacts& process);
+/// A cgroup-only rule's glob matches the cgroup path.
+bool cgroup_matches(const TrackRule& rule, std::string_view cgroup_path);
+
+/// Why a task of a tracked application is or is not placed.
+enum class TaskRole {
+    kPlace,     ///< runnable: gets a PU
+    kExited,    ///< gone
+    kLauncher,  ///< its process is a launcher helper (mpirun, orted, prted, slurmstepd...)
+    kForeign,   ///< its affinity is not the one cdsmd set: something else binds it
+    kIdle,      ///< uses less CPU than mapping.idle_cpu
+};
+/// "placed", "exited", "launcher", "affinity changed by another program", "idle".
+std::string_view to_string(TaskRole role) noexcept;
+/// True for roles that cdsmd reports as "left alone" (it would otherwise place the task).
+inline bool left_alone(TaskRole role) noexcept {
+    return role == TaskRole::kForeign;
+}
+
+/// What classify() looks at.
+struct TaskFacts {
+    bool exited = false;
+    std::string process_comm;                ///< comm of the task's process (thread group)
+    double cpu_share = 0;                    ///< of one CPU, recently
+    std::vector<std::uint32_t> affinity;     ///< OS CPUs of its mask now
+    std::optional<std::uint32_t> bound_cpu;  ///< the CPU cdsmd bound it to, if any
+    bool foreign_before = false;             ///< classified kForeign earlier (sticky)
+};
+TaskRole classify(const TaskFacts& task, const Config& config);
+
+/// A task's recent share of one CPU from successive /proc stat samples: first its average over
+/// its lifetime, then over windows of at least `window_ticks`.
+class CpuShare {
+  public:
+    explicit CpuShare(std::uint64_t window_ticks) : window_ticks_(window_ticks) {}
+    double update(const procfs::TaskStat& stat, std::uint64_t now_ticks);
+    double value() const noexcept { return share_; }
+
+  private:
+    std::uint64_t window_ticks_;
+    bool valid_ = false;
+    std::uint64_t cpu_ticks_ = 0;
+    std::uint64_t at_ticks_ = 0;
+    double share_ = 0;
+};
+
+/// The environment variables cdsmd reads from a task's process.
+const std::vector<std::string>& environment_names();
+/// CDSM_DISABLE=1 (or true/yes) in the environment: the application opts out.
+bool opts_out(const std::map<std::string, std::string>& env);
+/// The MPI rank from OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK or SLURM_PROCID, in that order.
+std::optional<int> mpi_rank(const std::map<std::string, std::string>& env);
+
+/// A control-socket peer: privileged when uid 0 or CAP_SYS_ADMIN is effective.
+struct Peer {
+    pid_t pid = 0;
+    uid_t uid = 0;
+    bool privileged = false;
+};
+/// An unprivileged peer sees only applications whose uid is its own.
+inline bool may_see(const Peer& peer, uid_t app_uid) noexcept {
+    return peer.privileged || peer.uid == app_uid;
+}
+/// Commands that change something (track, untrack, age, reset, release, set, reload, and map
+/// unless dry_run) need a privileged peer.
+bool is_control_request(std::string_view cmd, bool dry_run);
+
+}  // namespace cdsm::cdsmd

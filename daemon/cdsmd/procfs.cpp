@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "procfs.hpp"
+
+#include <dirent.h>
+#include <fmt/format.h>
+#include <sched.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <fstream>
+#include <sstream>
+
+namespace cdsm::cdsmd::procfs {
+
+namespace {
+
+std::optional<std::string> read_file(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return std::nullopt;
+    std::stringstream s;
+    s << in.rdbuf();
+    if (in.bad()) return std::nullopt;
+    return s.str();
+}
+
+template <typename T>
+bool parse_number(std::string_view text, T& out, int base = 10) {
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out, base);
+    return ec == std::errc() && end == text.data() + text.size();
+}
+
+}  // namespace
+
+std::optional<TaskStat> parse_stat(std::string_view text) {
+    // "pid (comm) S ppid ...": fields after the last ')' are space-separated; field 3 is the
+    // state, 14/15 utime/stime, 22 starttime, 39 processor (numbered from 1 as in proc(5)).
+    const auto close = text.rfind(')');
+    if (close == std::string_view::npos) return std::nullopt;
+    std::vector<std::string_view> f;
+    std::string_view rest = text.substr(close + 1);
+    while (!rest.empty()) {
+        const auto start = rest.find_first_not_of(" \n");
+        if (start == std::string_view::npos) break;
+        rest.remove_prefix(start);
+        const auto end = rest.find_first_of(" \n");
+        f.push_back(rest.substr(0, end));
+        rest = end == std::string_view::npos ? std::string_view() : rest.substr(end);
+    }
+    // f[0] is field 3.
+    if (f.size() < 37 || f[0].size() != 1) return std::nullopt;
+    TaskStat s;
+    s.state = f[0][0];
+    std::uint64_t utime = 0, stime = 0;
+    if (!parse_number(f[11], utime) || !parse_number(f[12], stime) ||
+        !parse_number(f[19], s.start_ticks) || !parse_number(f[36], s.processor)) {
+        return std::nullopt;
+    }
+    s.cpu_ticks = utime + stime;
+    return s;
+}
+
+std::optional<TaskStat> task_stat(pid_t tgid, pid_t tid) {
+    auto text = read_file(fmt::format("/proc/{}/task/{}/stat", tgid, tid));
+    if (!text) return std::nullopt;
+    return parse_stat(*text);
+}
+
+std::uint64_t ticks_per_second() {
+    static const auto hz = static_cast<std::uint64_t>(::sysconf(_SC_CLK_TCK));
+    return hz;
+}
+
+std::uint64_t now_ticks() {
+    timespec ts{};
+    ::clock_gettime(CLOCK_BOOTTIME, &ts);
+    return static_cast<std::uint64_t>(ts.tv_sec) * ticks_per_second() +
+           static_cast<std::uint64_t>(ts.tv_nsec) * ticks_per_second() / 1000000000u;
+}
+
+std::optional<std::string> comm(pid_t pid) {
+    auto text = read_file(fmt::format("/proc/{}/comm", pid));
+    if (!text) return std::nullopt;
+    if (!text->empty() && text->back() == '\n') text->pop_back();
+    return text;
+}
+
+std::map<std::string, std::string> parse_environ(std::string_view text,
+                                                 const std::vector<std::string>& names) {
+    std::map<std::string, std::string> out;
+    while (!text.empty()) {
+        const auto end = text.find('\0');
+        const std::string_view entry = text.substr(0, end);
+        text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
+        const auto eq = entry.find('=');
+        if (eq == std::string_view::npos) continue;
+        const std::string name(entry.substr(0, eq));
+        for (const auto& wanted : names) {
+            if (name == wanted) out[name] = std::string(entry.substr(eq + 1));
+        }
+    }
+    return out;
+}
+
+std::optional<std::map<std::string, std::string>> environ(pid_t pid,
+                                                          const std::vector<std::string>& names) {
+    auto text = read_file(fmt::format("/proc/{}/environ", pid));
+    if (!text) return std::nullopt;
+    return parse_environ(*text, names);
+}
+
+std::optional<Status> status(pid_t pid) {
+    std::ifstream in(fmt::format("/proc/{}/status", pid));
+    if (!in) return std::nullopt;
+    Status s;
+    std::string line;
+    bool seen_uid = false;
+    while (std::getline(in, line)) {
+        std::istringstream ls(line);
+        std::string key;
+        ls >> key;
+        if (key == "Uid:") {
+            seen_uid = static_cast<bool>(ls >> s.uid);
+        } else if (key == "Threads:") {
+            ls >> s.threads;
+        } else if (key == "CapEff:") {
+            std::string hex;
+            ls >> hex;
+            parse_number(hex, s.cap_effective, 16);
+        }
+    }
+    if (!seen_uid) return std::nullopt;
+    return s;
+}
+
+std::optional<std::string> cgroup(pid_t pid) {
+    std::ifstream in(fmt::format("/proc/{}/cgroup", pid));
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.rfind("0::", 0) == 0) return line.substr(3);
+    }
+    return std::nullopt;
+}
+
+std::vector<pid_t> processes() {
+    std::vector<pid_t> pids;
+    DIR* dir = ::opendir("/proc");
+    if (!dir) return pids;
+    while (const dirent* e = ::readdir(dir)) {
+        pid_t pid = 0;
+        if (parse_number(e->d_name, pid) && pid > 0) pids.push_back(pid);
+    }
+    ::closedir(dir);
+    return pids;
+}
+
+std::optional<std::vector<std::uint32_t>> affinity(pid_t tid) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (::sched_getaffinity(tid, sizeof(set), &set) != 0) return std::nullopt;
+    std::vector<std::uint32_t> cpus;
+    for (int c = 0; c < CPU_SETSIZE; ++c) {
+        if (CPU_ISSET(c, &set)) cpus.push_back(static_cast<std::uint32_t>(c));
+    }
+    return cpus;
+}
+
+std::string format_cpu_list(const std::vector<std::uint32_t>& cpus) {
+    std::string out;
+    for (std::size_t i = 0; i < cpus.size();) {
+        std::size_t j = i;
+        while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
+        if (!out.empty()) out += ',';
+        out += j == i ? fmt::format("{}", cpus[i]) : fmt::format("{}-{}", cpus[i], cpus[j]);
+        i = j + 1;
+    }
+    return out;
+}
+
+}  // namespace cdsm::cdsmd::procfs

@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: GPL-2.0
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+/// What cdsmd reads about tasks from /proc, and their affinity. Every reader returns nothing
+/// when the task is gone or unreadable: tasks exit at any moment, and that is not an error.
+namespace cdsm::cdsmd::procfs {
+
+/// From /proc/PID/task/TID/stat.
+struct TaskStat {
+    char state = '?';
+    std::uint64_t cpu_ticks = 0;    ///< utime + stime, in clock ticks
+    std::uint64_t start_ticks = 0;  ///< since boot, in clock ticks
+    int processor = -1;             ///< CPU it last ran on
+};
+std::optional<TaskStat> task_stat(pid_t tgid, pid_t tid);
+
+/// Parses the text of a stat file (the comm may hold spaces and parentheses).
+std::optional<TaskStat> parse_stat(std::string_view text);
+
+/// Clock ticks since boot now (CLOCK_BOOTTIME), and ticks per second.
+std::uint64_t now_ticks();
+std::uint64_t ticks_per_second();
+
+/// /proc/PID/comm without the newline.
+std::optional<std::string> comm(pid_t pid);
+
+/// The values of the given variables in /proc/PID/environ (missing ones are absent). Reading
+/// another user's environment needs CAP_SYS_PTRACE.
+std::optional<std::map<std::string, std::string>> environ(pid_t pid,
+                                                          const std::vector<std::string>& names);
+/// Parses NUL-separated NAME=VALUE entries.
+std::map<std::string, std::string> parse_environ(std::string_view text,
+                                                 const std::vector<std::string>& names);
+
+/// Real uid, thread count and effective capabilities from /proc/PID/status.
+struct Status {
+    uid_t uid = 0;
+    std::uint32_t threads = 0;
+    std::uint64_t cap_effective = 0;
+};
+std::optional<Status> status(pid_t pid);
+
+/// The cgroup v2 path of a process ("0::/path"), relative to the cgroup2 root.
+std::optional<std::string> cgroup(pid_t pid);
+
+/// Every process id in /proc.
+std::vector<pid_t> processes();
+
+/// The OS CPUs in a task's affinity mask, in increasing order.
+std::optional<std::vector<std::uint32_t>> affinity(pid_t tid);
+
+/// "0-3,8" for a sorted list of CPUs.
+std::string format_cpu_list(const std::vector<std::uint32_t>& cpus);
+
+}  // namespace cdsm::cdsmd::procfs

@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "server.hpp"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cdsm/error.hpp>
+#include <cstring>
+#include <filesystem>
+
+namespace cdsm::cdsmd {
+
+using daemon::Json;
+
+namespace {
+
+constexpr std::size_t kMaxConnections = 128;
+// A client that does not read its answers is dropped rather than buffered without end.
+constexpr std::size_t kMaxPendingOutput = 512u << 20;
+
+sockaddr_un address(const std::string& path) {
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (path.size() >= sizeof(addr.sun_path)) {
+        throw daemon::SystemError(ENAMETOOLONG, "control socket " + path);
+    }
+    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+    return addr;
+}
+
+bool someone_listens(const sockaddr_un& addr) {
+    daemon::Fd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    return probe &&
+           ::connect(probe.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0;
+}
+
+}  // namespace
+
+ControlServer::ControlServer(std::string path, Handler handler)
+    : path_(std::move(path)), handler_(std::move(handler)) {
+    const sockaddr_un addr = address(path_);
+    const auto dir = std::filesystem::path(path_).parent_path();
+    if (!dir.empty() && !std::filesystem::exists(dir)) {
+        std::filesystem::create_directories(dir);
+        ::chmod(dir.c_str(), 0755);
+    }
+    if (someone_listens(addr)) {
+        throw daemon::SystemError(
+            EADDRINUSE, fmt::format("control socket {}: another cdsmd answers there", path_));
+    }
+    ::unlink(path_.c_str());
+    listen_.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    if (!listen_) daemon::throw_errno("socket");
+    if (::bind(listen_.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) < 0) {
+        daemon::throw_errno("bind " + path_);
+    }
+    if (::chmod(path_.c_str(), 0666) < 0) daemon::throw_errno("chmod " + path_);
+    if (::listen(listen_.get(), 64) < 0) daemon::throw_errno("listen " + path_);
+    epoll_.reset(::epoll_create1(EPOLL_CLOEXEC));
+    if (!epoll_) daemon::throw_errno("epoll_create1");
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.fd = listen_.get();
+    if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, listen_.get(), &ev) < 0) {
+        daemon::throw_errno("epoll_ctl");
+    }
+}
+
+ControlServer::~ControlServer() {
+    ::unlink(path_.c_str());
+}
+
+Json ControlServer::answer(const Handler& handler, const std::string& line,
+                           const daemon::PeerCredentials& peer) {
+    try {
+        return daemon::ok_response(handler(daemon::parse_line(line), peer));
+    } catch (const daemon::ProtocolError& e) {
+        return daemon::error_response(e.code(), e.what());
+    } catch (const daemon::SystemError& e) {
+        return daemon::error_response(daemon::errno_code(e.err()), e.what());
+    } catch (const cdsm::Error& e) {
+        return daemon::error_response("EINVAL", e.what());
+    } catch (const Json::exception& e) {
+        return daemon::error_response("EINVAL", fmt::format("bad request: {}", e.what()));
+    } catch (const std::exception& e) {
+        return daemon::error_response("EIO", e.what());
+    }
+}
+
+void ControlServer::dispatch() {
+    epoll_event events[32];
+    const int n = ::epoll_wait(epoll_.get(), events, 32, 0);
+    for (int i = 0; i < n; ++i) {
+        if (events[i].data.fd == listen_.get()) {
+            accept_all();
+        } else {
+            serve(events[i].data.fd, events[i].events);
+        }
+    }
+}
+
+void ControlServer::accept_all() {
+    for (;;) {
+        daemon::Fd fd(::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+        if (!fd) return;
+        if (connections_.size() >= kMaxConnections) {
+            spdlog::warn("control socket: {} connections open, refusing another", kMaxConnections);
+            continue;
+        }
+        Connection c;
+        try {
+            c.peer = daemon::peer_credentials(fd.get());
+        } catch (const std::exception& e) {
+            spdlog::warn("control socket: {}", e.what());
+            continue;
+        }
+        epoll_event ev{};
+        ev.events = EPOLLIN | EPOLLRDHUP;
+        ev.data.fd = fd.get();
+        if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd.get(), &ev) < 0) continue;
+        const int key = fd.get();
+        c.fd = std::move(fd);
+        connections_.emplace(key, std::move(c));
+    }
+}
+
+void ControlServer::update_interest(Connection& c) {
+    epoll_event ev{};
+    ev.events = EPOLLIN | EPOLLRDHUP | (c.out.empty() ? 0u : unsigned(EPOLLOUT));
+    ev.data.fd = c.fd.get();
+    ::epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, c.fd.get(), &ev);
+}
+
+void ControlServer::serve(int fd, std::uint32_t events) {
+    const auto it = connections_.find(fd);
+    if (it == connections_.end()) return;
+    Connection& c = it->second;
+    bool closed = (events & (EPOLLERR | EPOLLHUP)) != 0;
+    if (events & (EPOLLIN | EPOLLRDHUP)) {
+        char buf[65536];
+        try {
+            for (;;) {
+                const ssize_t n = ::read(fd, buf, sizeof(buf));
+                if (n > 0) {
+                    c.in.append(std::string_view(buf, static_cast<std::size_t>(n)));
+                    while (auto line = c.in.next_line()) {
+                        c.out += daemon::encode_line(answer(handler_, *line, c.peer));
+                    }
+                    continue;
+                }
+                if (n < 0 && errno == EINTR) continue;
+                if (n == 0 || errno != EAGAIN) closed = true;
+                break;
+            }
+        } catch (const daemon::ProtocolError& e) {
+            // An overlong request: answer once, then hang up (the rest of it is not read).
+            c.out += daemon::encode_line(daemon::error_response(e.code(), e.what()));
+            closed = true;
+        }
+    }
+    while (!c.out.empty()) {
+        const ssize_t n = ::send(fd, c.out.data(), c.out.size(), MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EAGAIN) break;
+            if (errno == EINTR) continue;
+            closed = true;
+            c.out.clear();
+            break;
+        }
+        c.out.erase(0, static_cast<std::size_t>(n));
+    }
+    if (c.out.size() > kMaxPendingOutput) closed = true;
+    // A peer that half-closed after its requests still gets its answers.
+    if (closed && c.out.empty()) {
+        ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr);
+        connections_.erase(it);
+        return;
+    }
+    if (closed) {
+        // Stop reading; finish writing, then close on the next EPOLLOUT or error.
+        epoll_event ev{};
+        ev.events = EPOLLOUT;
+        ev.data.fd = fd;
+        ::epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, fd, &ev);
+        return;
+    }
+    update_interest(c);
+}
+
+}  // namespace cdsm::cdsmd

@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: GPL-2.0
+// cdsmd's TOML configuration: defaults, the documented example, and clear errors.
+#include "config.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cdsm/error.hpp>
+#include <string>
+
+namespace cdsm::cdsmd {
+namespace {
+
+std::string error_of(std::string_view text) {
+    try {
+        parse_config(text, "test.toml");
+    } catch (const cdsm::Error& e) {
+        return e.what();
+    }
+    return "no error";
+}
+
+TEST(Config, EmptyFileGivesTheDefaults) {
+    const Config c = parse_config("", "test.toml");
+    EXPECT_EQ(c.algorithm, "scotch");
+    EXPECT_EQ(c.interval.min_ms, 50u);
+    EXPECT_EQ(c.interval.max_ms, 2000u);
+    EXPECT_EQ(c.interval.step_ms, 50u);
+    EXPECT_DOUBLE_EQ(c.min_gain, 0.05);
+    EXPECT_TRUE(c.rules.empty());
+    EXPECT_TRUE(c.kernel.empty());
+    EXPECT_NE(std::find(c.launchers.begin(), c.launchers.end(), "slurmstepd"), c.launchers.end());
+}
+
+TEST(Config, TheShippedExampleParsesAndEqualsTheDefaults) {
+    const Config c = load_config(CDSMD_EXAMPLE_CONFIG, true);
+    const Config d;
+    EXPECT_EQ(c.algorithm, d.algorithm);
+    EXPECT_EQ(c.launchers, d.launchers);
+    EXPECT_EQ(c.state_file, d.state_file);
+    EXPECT_EQ(c.release_ended_after_ms, d.release_ended_after_ms);
+    EXPECT_EQ(c.costs.machine, d.costs.machine);
+    EXPECT_EQ(c.idle_cpu, d.idle_cpu);
+}
+
+TEST(Config, EverySectionIsRead) {
+    const Config c = parse_config(R"(
+[daemon]
+socket = "/tmp/x.sock"
+log_level = "debug"
+[mapping]
+algorithm = "compact"
+min_gain = 0.1
+interval_min_ms = 20
+interval_max_ms = 500
+idle_cpu = 0.25
+launchers = ["mpirun"]
+release_ended_after_ms = 0
+[mapping.costs]
+machine = 20
+[kernel]
+auto_threads = 4
+rearm_rate_bp = 0
+[[track]]
+name = "jobs"
+cgroup = "/system.slice/*/job_*"
+[[track]]
+comm = "lulesh*"
+user = "0"
+min_threads = 8
+)",
+                                  "test.toml");
+    EXPECT_EQ(c.socket, "/tmp/x.sock");
+    EXPECT_EQ(c.log_level, spdlog::level::debug);
+    EXPECT_EQ(c.algorithm, "compact");
+    EXPECT_EQ(c.interval.min_ms, 20u);
+    EXPECT_EQ(c.interval.max_ms, 500u);
+    EXPECT_EQ(c.launchers, std::vector<std::string>{"mpirun"});
+    EXPECT_EQ(c.release_ended_after_ms, 0u);
+    EXPECT_EQ(c.costs.machine, 20u);
+    EXPECT_EQ(c.kernel.at("auto_threads"), 4u);
+    EXPECT_EQ(c.kernel.at("rearm_rate_bp"), 0u);  // an explicit 0 is kept
+    ASSERT_EQ(c.rules.size(), 2u);
+    EXPECT_TRUE(c.rules[0].cgroup_only());
+    EXPECT_EQ(c.rules[1].uid, 0u);
+    EXPECT_EQ(c.rules[1].min_threads, 8u);
+    EXPECT_FALSE(c.rules[1].cgroup_only());
+}
+
+TEST(Config, ErrorsNameTheFileLineAndProblem) {
+    EXPECT_EQ(error_of("[mapping]\nalgoritm = \"scotch\"\n"),
+              "test.toml:2: unknown key mapping.algoritm");
+    EXPECT_EQ(error_of("[daemon]\nsocket = 3\n"), "test.toml:2: daemon.socket must be a string");
+    EXPECT_EQ(error_of("[mapping]\ninterval_min_ms = -5\n"),
+              "test.toml:2: mapping.interval_min_ms must be a whole number from 0 to 4294967295");
+    EXPECT_EQ(error_of("[kernel]\nblock_size = 8\n"), "test.toml:2: unknown key kernel.block_size");
+    EXPECT_EQ(
+        error_of("[[track]]\nname = \"x\"\n"),
+        "test.toml:1: a [[track]] rule needs at least one of comm, user, cgroup, min_threads");
+    EXPECT_EQ(error_of("[[track]]\nuser = \"no-such-user-cdsm\"\n"),
+              "test.toml:1: track.user: no user 'no-such-user-cdsm'");
+    EXPECT_EQ(
+        error_of("[[track]]\ncgroup = \"job_*\"\n"),
+        "test.toml:1: track.cgroup 'job_*' must start with '/' (relative to the cgroup2 root)");
+    EXPECT_EQ(error_of("track = 3\n"), "test.toml:1: track must be written as [[track]] tables");
+    EXPECT_NE(error_of("[mapping\n").find("test.toml:1: "), std::string::npos);
+}
+
+TEST(Config, ValuesOutOfRangeAreRefused) {
+    EXPECT_NE(error_of("[mapping]\nalgorithm = \"magic\"\n").find("magic"), std::string::npos);
+    EXPECT_EQ(error_of("[mapping]\nmin_gain = 1.5\n"),
+              "test.toml: mapping.min_gain must be in [0, 1)");
+    EXPECT_EQ(error_of("[mapping]\nidle_cpu = 2\n"),
+              "test.toml: mapping.idle_cpu must be in [0, 1] (a fraction of one CPU)");
+    EXPECT_EQ(error_of("[mapping]\ninterval_min_ms = 3000\n"),
+              "test.toml: mapping.interval_min_ms must be at least 1 and at most interval_max_ms");
+    EXPECT_NE(error_of("[mapping.costs]\nmachine = 1\n").find("mapping.costs"), std::string::npos);
+    EXPECT_NE(error_of("[daemon]\nlog_level = \"loud\"\n").find("loud"), std::string::npos);
+}
+
+TEST(Config, MissingFiles) {
+    EXPECT_NO_THROW(load_config("/nonexistent/cdsmd.toml", false));
+    EXPECT_THROW(load_config("/nonexistent/cdsmd.toml", true), cdsm::Error);
+}
+
+}  // namespace
+}  // namespace cdsm::cdsmd

@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: GPL-2.0
+// cdsmd's use of libcdsm on the VM lab's machine shape (2 packages x 2 cores x 2 PUs), offline.
+#include "planner.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cdsm/mapper.hpp>
+
+namespace cdsm::cdsmd {
+namespace {
+
+Planner lab() {
+    return Planner(Topology::from_synthetic("pack:2 core:2 pu:2"), LevelCosts{});
+}
+
+// Pairs (0,5) (1,4) (2,7) (3,6): partners far apart in task order.
+CommMatrix pairs() {
+    CommMatrix m(8);
+    for (auto [a, b] : {std::pair{0, 5}, {1, 4}, {2, 7}, {3, 6}}) m.set(a, b, 1000);
+    m.set(0, 1, 3);  // a little noise
+    return m;
+}
+
+std::uint32_t package(std::uint32_t cpu) {
+    return cpu / 4;
+}  // synthetic: OS = logical order
+
+TEST(Submatrix, PicksRowsAndColumnsOfTheTasksToPlace) {
+    daemon::KernelMatrix k;
+    k.dim = 3;
+    k.cells = {0, 5, 7, 5, 0, 9, 7, 9, 0};
+    const CommMatrix m = submatrix(k, {2, 0, 4});
+    ASSERT_EQ(m.size(), 3u);
+    EXPECT_EQ(m.at(0, 1), 7u);
+    EXPECT_EQ(m.at(0, 2), 0u);  // index 4 joined after the snapshot
+}
+
+TEST(Planner, RepairsABadStartAndMatchesTheMapperOnTheTrueMatrix) {
+    const Planner p = lab();
+    // Partners on different packages (what --pin-bad does).
+    const std::vector<std::uint32_t> bad = {0, 1, 2, 3, 5, 4, 7, 6};
+    const Plan plan = p.plan(pairs(), bad, p.machine_cpus(), "scotch", 0.05);
+    EXPECT_TRUE(plan.changed);
+    EXPECT_GT(plan.moved, 0u);
+    for (auto [a, b] : {std::pair{0, 5}, {1, 4}, {2, 7}, {3, 6}}) {
+        EXPECT_EQ(package(plan.target_cpus[a]), package(plan.target_cpus[b])) << a << "," << b;
+    }
+    EXPECT_LT(plan.cost_after, plan.cost_before);
+    // Within 5 % of what the mapper finds on the true matrix from scratch.
+    const Distances d(p.machine(), LevelCosts{});
+    const auto best = make_mapper("scotch")->map({pairs(), p.machine(), d, nullptr});
+    std::vector<std::uint32_t> best_cpus;
+    for (PuId pu : best.pus()) best_cpus.push_back(p.machine().pu(pu).os_index);
+    EXPECT_LE(plan.cost_after, 1.05 * p.cost(pairs(), best_cpus));
+}
+
+TEST(Planner, KeepsAGoodPlacement) {
+    const Planner p = lab();
+    const std::vector<std::uint32_t> good = {0, 2, 4, 6, 3, 1, 7, 5};
+    const Plan plan = p.plan(pairs(), good, p.machine_cpus(), "scotch", 0.05);
+    EXPECT_FALSE(plan.changed);
+    EXPECT_EQ(plan.target_cpus, good);
+    EXPECT_DOUBLE_EQ(plan.cost_after, plan.cost_before);
+}
+
+TEST(Planner, StaysInsideTheAvailableCpus) {
+    const Planner p = lab();
+    CommMatrix m(4);
+    m.set(0, 1, 100);
+    m.set(2, 3, 100);
+    const std::vector<std::uint32_t> available = {4, 5, 6, 7};
+    // Tasks running outside the available set must all move into it.
+    const Plan plan = p.plan(m, {0, 1, 2, 3}, available, "scotch", 0.05, true);
+    EXPECT_TRUE(plan.changed);
+    EXPECT_EQ(plan.moved, 4u);
+    for (std::uint32_t c : plan.target_cpus) EXPECT_GE(c, 4u);
+    EXPECT_EQ(plan.baselines.size(), 4u);
+    EXPECT_LE(plan.cost_after, plan.baselines.at("scatter"));
+}
+
+TEST(Planner, AMarginalGainIsNotWorthAMigration) {
+    const Planner p = lab();
+    // 0-1 and 2-3 on SMT siblings (cost 1 each); moving cannot gain 5 %.
+    CommMatrix m(4);
+    m.set(0, 1, 100);
+    m.set(2, 3, 100);
+    const Plan plan = p.plan(m, {0, 1, 2, 3}, p.machine_cpus(), "scotch", 0.05);
+    EXPECT_FALSE(plan.changed);
+}
+
+TEST(Planner, CostCountsUnknownCpusAsFarthest) {
+    const Planner p = lab();
+    CommMatrix m(2);
+    m.set(0, 1, 10);
+    EXPECT_DOUBLE_EQ(p.cost(m, {0, 1}), 10.0 * 1);
+    EXPECT_DOUBLE_EQ(p.cost(m, {0, 99}), 10.0 * p.distances().max());
+}
+
+}  // namespace
+}  // namespace cdsm::cdsmd

@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: GPL-2.0
+// Which processes are tracked, which tasks are placed, who may see and control what, and the
+// /proc parsers those decisions rest on.
+#include "policy.hpp"
+
+#include <gtest/gtest.h>
+
+namespace cdsm::cdsmd {
+namespace {
+
+TEST(Rules, EveryConditionSetMustHold) {
+    TrackRule r;
+    r.comm = "lulesh*";
+    r.uid = 1000;
+    r.min_threads = 4;
+    EXPECT_TRUE(rule_matches(r, {"lulesh2.0", 1000, "/user.slice", 8}));
+    EXPECT_FALSE(rule_matches(r, {"lulesh2.0", 1001, "/user.slice", 8}));
+    EXPECT_FALSE(rule_matches(r, {"lulesh2.0", 1000, "/user.slice", 3}));
+    EXPECT_FALSE(rule_matches(r, {"bash", 1000, "/user.slice", 8}));
+}
+
+TEST(Rules, CgroupGlobsStayWithinOneLevel) {
+    TrackRule r;
+    r.cgroup = "/system.slice/slurmstepd.scope/job_*";
+    EXPECT_TRUE(r.cgroup_only());
+    EXPECT_TRUE(cgroup_matches(r, "/system.slice/slurmstepd.scope/job_42"));
+    EXPECT_FALSE(cgroup_matches(r, "/system.slice/slurmstepd.scope/job_42/step_0"));
+    EXPECT_FALSE(cgroup_matches(r, "/user.slice/job_42"));
+    r.comm = "a.out";
+    EXPECT_FALSE(r.cgroup_only());
+    EXPECT_TRUE(rule_matches(r, {"a.out", 0, "/system.slice/slurmstepd.scope/job_7", 1}));
+}
+
+TaskFacts busy() {
+    TaskFacts t;
+    t.process_comm = "app";
+    t.cpu_share = 0.9;
+    t.affinity = {0, 1, 2, 3};
+    return t;
+}
+
+TEST(Classify, BusyTasksArePlaced) {
+    EXPECT_EQ(classify(busy(), Config{}), TaskRole::kPlace);
+}
+
+TEST(Classify, ExitedLauncherAndIdleTasksAreNot) {
+    const Config c;
+    TaskFacts t = busy();
+    t.exited = true;
+    EXPECT_EQ(classify(t, c), TaskRole::kExited);
+    for (const char* launcher : {"mpirun", "orted", "prted", "slurmstepd"}) {
+        t = busy();
+        t.process_comm = launcher;
+        EXPECT_EQ(classify(t, c), TaskRole::kLauncher) << launcher;
+    }
+    t = busy();
+    t.cpu_share = 0.05;
+    EXPECT_EQ(classify(t, c), TaskRole::kIdle);
+}
+
+TEST(Classify, AMaskSomeoneElseChangedMeansLeaveItAlone) {
+    const Config c;
+    TaskFacts t = busy();
+    t.bound_cpu = 3;
+    t.affinity = {3};
+    EXPECT_EQ(classify(t, c), TaskRole::kPlace);  // still the mask cdsmd set
+    t.affinity = {5};
+    EXPECT_EQ(classify(t, c), TaskRole::kForeign);
+    t.affinity = {0, 1, 2, 3, 4, 5, 6, 7};
+    EXPECT_EQ(classify(t, c), TaskRole::kForeign);
+    t.cpu_share = 0;  // even when idle, it is reported as left alone
+    EXPECT_EQ(classify(t, c), TaskRole::kForeign);
+    // Once foreign, always foreign: a mask that happens to match again is not cdsmd's.
+    t = busy();
+    t.bound_cpu = 3;
+    t.affinity = {3};
+    t.foreign_before = true;
+    EXPECT_EQ(classify(t, c), TaskRole::kForeign);
+    EXPECT_TRUE(left_alone(TaskRole::kForeign));
+    EXPECT_FALSE(left_alone(TaskRole::kIdle));
+}
+
+TEST(Classify, AMaskNobodyBoundIsNotForeign) {
+    // Tasks that bind themselves before cdsmd ever bound them are placed (the bad start).
+    TaskFacts t = busy();
+    t.affinity = {6};
+    EXPECT_EQ(classify(t, Config{}), TaskRole::kPlace);
+}
+
+TEST(CpuShare, LifetimeFirstThenWindows) {
+    CpuShare s(40);
+    procfs::TaskStat st;
+    st.start_ticks = 1000;
+    st.cpu_ticks = 50;
+    EXPECT_DOUBLE_EQ(s.update(st, 1100), 0.5);  // 50 of 100 ticks since start
+    st.cpu_ticks = 60;
+    EXPECT_DOUBLE_EQ(s.update(st, 1120), 0.5);  // window too short: unchanged
+    st.cpu_ticks = 60;
+    EXPECT_DOUBLE_EQ(s.update(st, 1140), 0.25);  // 10 ticks in 40
+    st.cpu_ticks = 100;
+    EXPECT_DOUBLE_EQ(s.update(st, 1180), 1.0);
+}
+
+TEST(Environment, OptOutAndRanks) {
+    EXPECT_TRUE(opts_out({{"CDSM_DISABLE", "1"}}));
+    EXPECT_FALSE(opts_out({{"CDSM_DISABLE", "0"}}));
+    EXPECT_FALSE(opts_out({}));
+    EXPECT_EQ(mpi_rank({{"OMPI_COMM_WORLD_RANK", "3"}, {"SLURM_PROCID", "9"}}), 3);
+    EXPECT_EQ(mpi_rank({{"SLURM_PROCID", "9"}}), 9);
+    EXPECT_EQ(mpi_rank({{"PMI_RANK", "x"}}), std::nullopt);
+    EXPECT_EQ(mpi_rank({}), std::nullopt);
+}
+
+TEST(Credentials, UnprivilegedPeersSeeTheirOwnAndControlNothing) {
+    const Peer root{1, 0, true}, alice{2, 1000, false};
+    EXPECT_TRUE(may_see(root, 1000));
+    EXPECT_TRUE(may_see(alice, 1000));
+    EXPECT_FALSE(may_see(alice, 1001));
+    EXPECT_FALSE(may_see(alice, 0));
+    for (const char* c : {"track", "untrack", "age", "reset", "release", "set", "reload"}) {
+        EXPECT_TRUE(is_control_request(c, false)) << c;
+        EXPECT_TRUE(is_control_request(c, true)) << c;
+    }
+    EXPECT_TRUE(is_control_request("map", false));
+    EXPECT_FALSE(is_control_request("map", true));
+    for (const char* c : {"list", "tasks", "matrix", "show", "stats", "topology", "ping"}) {
+        EXPECT_FALSE(is_control_request(c, false)) << c;
+    }
+}
+
+TEST(Procfs, ParsesStatWithAwkwardCommands) {
+    // Fields: pid (comm) state ppid ... utime=14 stime=15 ... starttime=22 ... processor=39.
+    std::string fields;
+    for (int f = 4; f <= 52; ++f) {
+        const int v = f == 14 ? 7 : f == 15 ? 3 : f == 22 ? 12345 : f == 39 ? 5 : 0;
+        fields += " " + std::to_string(v);
+    }
+    const auto s = procfs::parse_stat("42 (a) b) (c) R" + fields + "\n");
+    ASSERT_TRUE(s);
+    EXPECT_EQ(s->state, 'R');
+    EXPECT_EQ(s->cpu_ticks, 10u);
+    EXPECT_EQ(s->start_ticks, 12345u);
+    EXPECT_EQ(s->processor, 5);
+    EXPECT_FALSE(procfs::parse_stat("42 (x) R 1 2"));
+    EXPECT_FALSE(procfs::parse_stat("garbage"));
+}
+
+TEST(Procfs, ReadsItsOwnTask) {
+    const auto s = procfs::task_stat(::getpid(), ::getpid());
+    ASSERT_TRUE(s);
+    EXPECT_GE(s->processor, 0);
+    EXPECT_LE(s->start_ticks, procfs::now_ticks());
+    const auto st = procfs::status(::getpid());
+    ASSERT_TRUE(st);
+    EXPECT_EQ(st->uid, ::getuid());
+    EXPECT_GE(st->threads, 1u);
+    EXPECT_TRUE(procfs::affinity(0));
+    EXPECT_FALSE(procfs::task_stat(::getpid(), 0x3fffffff));
+}
+
+TEST(Procfs, EnvironmentAndCpuLists) {
+    const std::string env("A=1\0CDSM_DISABLE=1\0PMI_RANK=2\0B", 31);
+    const auto m = procfs::parse_environ(env, environment_names());
+    EXPECT_EQ(m.size(), 2u);
+    EXPECT_EQ(m.at("CDSM_DISABLE"), "1");
+    EXPECT_EQ(m.at("PMI_RANK"), "2");
+    EXPECT_EQ(procfs::format_cpu_list({0, 1, 2, 3, 8, 10, 11}), "0-3,8,10-11");
+    EXPECT_EQ(procfs::format_cpu_list({5}), "5");
+    EXPECT_EQ(procfs::format_cpu_list({}), "");
+}
+
+}  // namespace
+}  // namespace cdsm::cdsmd

@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: GPL-2.0
+// The control socket server: framing, errors as codes, peer credentials, stale sockets.
+#include "server.hpp"
+
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cdsm/error.hpp>
+#include <filesystem>
+#include <thread>
+
+namespace cdsm::cdsmd {
+namespace {
+
+using daemon::Client;
+using daemon::Json;
+using daemon::ProtocolError;
+
+std::string temp_socket(const char* name) {
+    return (std::filesystem::temp_directory_path() /
+            (std::string("cdsmd-test-") + std::to_string(::getpid()) + "/" + name))
+        .string();
+}
+
+Json handler(const Json& r, const daemon::PeerCredentials& peer) {
+    const std::string cmd = r.value("cmd", "");
+    if (cmd == "whoami") return {{"uid", peer.uid}, {"pid", peer.pid}};
+    if (cmd == "denied") throw ProtocolError("EPERM", "'track' needs root");
+    if (cmd == "kernel") throw daemon::SystemError(ENOENT, "CDSM_IOC_AGE (application 9)");
+    if (cmd == "libcdsm") throw cdsm::Error("matrix.csv", "row 2 is short");
+    if (cmd == "big") return {{"data", std::string(3u << 20, 'x')}};
+    return {{"echo", cmd}};
+}
+
+// Runs the server loop on a thread while the test talks to it.
+class Running {
+  public:
+    explicit Running(const std::string& path) : server_(path, handler) {
+        thread_ = std::thread([this] {
+            while (!stop_) {
+                server_.dispatch();
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            }
+        });
+    }
+    ~Running() {
+        stop_ = true;
+        thread_.join();
+    }
+    const ControlServer& server() const { return server_; }
+
+  private:
+    ControlServer server_;
+    std::atomic<bool> stop_{false};
+    std::thread thread_;
+};
+
+TEST(ControlServer, AnswersWithThePeersCredentialsAndErrorCodes) {
+    const std::string path = temp_socket("a.sock");
+    Running running(path);
+    struct stat st {};
+    ASSERT_EQ(::stat(path.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0666u);  // access is decided per request, not by mode
+
+    Client c(path);
+    const Json me = c.request({{"cmd", "whoami"}});
+    EXPECT_EQ(me["uid"], ::getuid());
+    EXPECT_EQ(me["pid"], ::getpid());
+    const auto code_of = [&](const char* cmd) {
+        try {
+            c.request({{"cmd", cmd}});
+        } catch (const ProtocolError& e) {
+            return e.code() + ": " + e.what();
+        }
+        return std::string("no error");
+    };
+    EXPECT_EQ(code_of("denied"), "EPERM: 'track' needs root");
+    EXPECT_EQ(code_of("kernel"), "ENOENT: CDSM_IOC_AGE (application 9): No such file or directory");
+    EXPECT_EQ(code_of("libcdsm"), "EINVAL: matrix.csv: row 2 is short");
+    // Responses larger than a request may be are fine.
+    EXPECT_EQ(c.request({{"cmd", "big"}})["data"].get<std::string>().size(), 3u << 20);
+    EXPECT_EQ(c.request({{"cmd", "ping"}}), (Json{{"echo", "ping"}}));
+}
+
+TEST(ControlServer, MalformedRequestsGetAnErrorAndTheConnectionSurvives) {
+    const std::string path = temp_socket("b.sock");
+    Running running(path);
+    daemon::Fd fd(::socket(AF_UNIX, SOCK_STREAM, 0));
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strcpy(addr.sun_path, path.c_str());
+    ASSERT_EQ(::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    const std::string req = "not json\n[1]\n{\"cmd\":\"x\"}\n";
+    ASSERT_EQ(::write(fd.get(), req.data(), req.size()), ssize_t(req.size()));
+    std::string got;
+    char buf[4096];
+    while (std::count(got.begin(), got.end(), '\n') < 3) {
+        const ssize_t n = ::read(fd.get(), buf, sizeof(buf));
+        ASSERT_GT(n, 0);
+        got.append(buf, size_t(n));
+    }
+    EXPECT_EQ(got,
+              "{\"code\":\"EPROTO\",\"error\":\"message is not valid JSON\",\"ok\":false}\n"
+              "{\"code\":\"EPROTO\",\"error\":\"message is not a JSON object\",\"ok\":false}\n"
+              "{\"echo\":\"x\",\"ok\":true}\n");
+}
+
+TEST(ControlServer, AnOverlongRequestIsRefused) {
+    const std::string path = temp_socket("c.sock");
+    Running running(path);
+    Client c(path);
+    try {
+        c.request({{"cmd", std::string(daemon::kMaxRequestBytes + 10, 'y')}});
+        FAIL() << "accepted";
+    } catch (const ProtocolError& e) {
+        EXPECT_EQ(e.code(), "EPROTO");
+    }
+}
+
+TEST(ControlServer, ReplacesAStaleSocketButNotALiveServer) {
+    const std::string path = temp_socket("d.sock");
+    {
+        Running first(path);
+        EXPECT_THROW(ControlServer(path, handler), daemon::SystemError);
+    }
+    // A socket file left by a killed daemon: nobody answers, so it is replaced.
+    daemon::Fd stale(::socket(AF_UNIX, SOCK_STREAM, 0));
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strcpy(addr.sun_path, path.c_str());
+    ASSERT_EQ(::bind(stale.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    stale.reset();
+    ASSERT_TRUE(std::filesystem::exists(path));
+    Running second(path);
+    EXPECT_EQ(Client(path).request({{"cmd", "ok"}}), (Json{{"echo", "ok"}}));
+}
+
+}  // namespace
+}  // namespace cdsm::cdsmd
