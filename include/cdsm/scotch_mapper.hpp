@@ -32,9 +32,11 @@ struct ScotchOptions {
 };
 
 /// Dual recursive bipartitioning with Scotch (SCOTCH_graphMap) of the communication graph onto
-/// the hierarchy: a tree-leaf target whose link costs reproduce the Distances, restricted to the
-/// usable PUs (SCOTCH_archSub) when the tree is not symmetric. Deterministic: Scotch runs in a
-/// context with SCOTCH_OPTIONNUMDETERMINISTIC and a fixed random seed.
+/// the hierarchy: a tree-leaf target whose link costs reproduce the Distances. A machine that is
+/// not a symmetric tree (offline PUs, restricted cpusets) is padded to one, and idle vertices
+/// pinned on the missing leaves (SCOTCH_graphMapFixed) keep tasks off them: this was closer to the
+/// optimum than SCOTCH_archSub in the tests. Deterministic: Scotch runs in a context with
+/// SCOTCH_OPTIONNUMDETERMINISTIC and a fixed random seed.
 ///
 /// With fewer tasks than PUs the graph is padded with idle vertices, so that Scotch chooses which
 /// PUs stay free; with more, tasks are spread evenly (floor or ceil of N/P per PU).
