@@ -56,6 +56,20 @@ void cdsm_blocks_clear(struct cdsm_blocks *b)
 }
 
 /**
+ * cdsm_blocks_forget() - drop a block's sharers: its memory now holds other
+ * data (a fresh page), so they no longer share anything there.
+ * @b:		the table.
+ * @block:	block number.
+ */
+void cdsm_blocks_forget(struct cdsm_blocks *b, u64 block)
+{
+	size_t e = hash_64(block, b->nr_entries_log2);
+
+	if (b->tags[e] == block + 1)
+		b->tags[e] = 0;
+}
+
+/**
  * cdsm_blocks_move() - carry a block's sharers to its new number, after the
  * kernel migrated its page: the old number may soon hold another page.
  * @b:		the table.
@@ -68,8 +82,11 @@ void cdsm_blocks_move(struct cdsm_blocks *b, u64 from, u64 to)
 	size_t f = hash_64(to, b->nr_entries_log2);
 	size_t sz = b->nr_sharers * sizeof(u32);
 
-	if (b->tags[e] != from + 1)
+	if (b->tags[e] != from + 1) {
+		/* Nothing to carry, but what the new frame's blocks held is stale. */
+		cdsm_blocks_forget(b, to);
 		return;
+	}
 	if (b->tags[f] && b->tags[f] != to + 1)
 		b->evictions++;
 	memmove(b->sharers + f * b->nr_sharers, b->sharers + e * b->nr_sharers, sz);

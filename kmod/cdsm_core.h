@@ -74,6 +74,7 @@ size_t cdsm_blocks_mem_sz(unsigned int nr_entries_log2, unsigned int nr_sharers)
 void cdsm_blocks_init(struct cdsm_blocks *b, void *mem,
 		      unsigned int nr_entries_log2, unsigned int nr_sharers);
 void cdsm_blocks_clear(struct cdsm_blocks *b);
+void cdsm_blocks_forget(struct cdsm_blocks *b, u64 block);
 void cdsm_blocks_move(struct cdsm_blocks *b, u64 from, u64 to);
 unsigned int cdsm_blocks_record(struct cdsm_blocks *b, u64 block, u32 sharer,
 				u32 *peers);

@@ -47,19 +47,24 @@ static struct cdsm_ring **cdsm_rings;
  * @address:	the faulting user address.
  * @hint_pfn:	PFN under a PROT_NONE entry at entry (hinting fault), else 0.
  * @sharer:	the tracked task.
+ * @page_shift:	log2 of the page size mapped at entry, 0 if none.
+ * @fresh:	nothing was mapped at entry in private anonymous memory.
  */
 struct cdsm_fault_data {
 	unsigned long address;
 	unsigned long hint_pfn;
 	u32 sharer;
+	u8 page_shift;
+	bool fresh;
 };
 
 /*
- * Finds the PTE (or huge PMD/PUD) mapping @addr. Context: interrupts off,
- * so that the page tables cannot be freed under the walk.
+ * Finds the PTE (or huge PMD/PUD) mapping @addr; returns log2 of the page
+ * size, 0 if nothing is mapped. Context: interrupts off, so that the page
+ * tables cannot be freed under the walk.
  */
-static bool cdsm_walk(struct mm_struct *mm, unsigned long addr,
-		      unsigned long *pfn, bool *protnone)
+static unsigned int cdsm_walk(struct mm_struct *mm, unsigned long addr,
+			      unsigned long *pfn, bool *protnone)
 {
 	pgd_t *pgdp = pgd_offset(mm, addr), pgd = READ_ONCE(*pgdp);
 	p4d_t *p4dp, p4d;
@@ -68,54 +73,54 @@ static bool cdsm_walk(struct mm_struct *mm, unsigned long addr,
 	pte_t pte;
 
 	if (pgd_none(pgd) || pgd_bad(pgd))
-		return false;
+		return 0;
 	p4dp = p4d_offset(pgdp, addr);
 	p4d = READ_ONCE(*p4dp);
 	if (p4d_none(p4d) || p4d_bad(p4d))
-		return false;
+		return 0;
 	pudp = pud_offset(p4dp, addr);
 	pud = READ_ONCE(*pudp);
 	if (pud_none(pud))
-		return false;
+		return 0;
 	if (pud_leaf(pud)) {
 		if (!pud_present(pud))
-			return false;
+			return 0;
 		*pfn = pud_pfn(pud) + ((addr & ~PUD_MASK) >> PAGE_SHIFT);
 		*protnone = false;
-		return true;
+		return PUD_SHIFT;
 	}
 	if (pud_bad(pud))
-		return false;
+		return 0;
 	pmdp = pmd_offset(pudp, addr);
 	pmd = READ_ONCE(*pmdp);
 	if (pmd_none(pmd))
-		return false;
+		return 0;
 	if (pmd_leaf(pmd)) {
 		if (!pmd_present(pmd))
-			return false;
+			return 0;
 		*pfn = pmd_pfn(pmd) + ((addr & ~PMD_MASK) >> PAGE_SHIFT);
 		*protnone = pmd_protnone(pmd);
-		return true;
+		return PMD_SHIFT;
 	}
 	if (pmd_bad(pmd))
-		return false;
+		return 0;
 	pte = READ_ONCE(*((pte_t *)pmd_page_vaddr(pmd) + pte_index(addr)));
 	if (!pte_present(pte))
-		return false;
+		return 0;
 	*pfn = pte_pfn(pte);
 	*protnone = pte_protnone(pte);
-	return true;
+	return PAGE_SHIFT;
 }
 
-static bool cdsm_lookup_pfn(unsigned long addr, unsigned long *pfn, bool *protnone)
+static unsigned int cdsm_lookup_pfn(unsigned long addr, unsigned long *pfn, bool *protnone)
 {
 	unsigned long flags;
-	bool found;
+	unsigned int shift;
 
 	local_irq_save(flags);
-	found = cdsm_walk(current->mm, addr, pfn, protnone);
+	shift = cdsm_walk(current->mm, addr, pfn, protnone);
 	local_irq_restore(flags);
-	return found;
+	return shift;
 }
 
 static int cdsm_fault_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
@@ -138,7 +143,9 @@ static int cdsm_fault_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 		return 1;
 	d->address = regs_get_kernel_argument(regs, 1);
 	d->hint_pfn = 0;
-	if (cdsm_lookup_pfn(d->address, &pfn, &protnone) && protnone) {
+	d->page_shift = cdsm_lookup_pfn(d->address, &pfn, &protnone);
+	d->fresh = !d->page_shift && vma_is_anonymous(vma) && !(vma->vm_flags & VM_SHARED);
+	if (d->page_shift && protnone) {
 		cdsm_stat_add(CDSM_STAT_REARM_TAKEN, 1);
 		d->hint_pfn = pfn;
 	}
@@ -152,6 +159,7 @@ static int cdsm_fault_return(struct kretprobe_instance *ri, struct pt_regs *regs
 	vm_fault_t ret = regs_return_value(regs);
 	struct cdsm_fault_rec *rec;
 	struct cdsm_ring *ring;
+	unsigned int shift;
 	unsigned long pfn;
 	bool protnone;
 	u32 head;
@@ -159,10 +167,14 @@ static int cdsm_fault_return(struct kretprobe_instance *ri, struct pt_regs *regs
 	/* A retried fault comes back through handle_mm_fault(). */
 	if (ret & (VM_FAULT_ERROR | VM_FAULT_RETRY))
 		return 0;
-	if (!cdsm_lookup_pfn(d->address, &pfn, &protnone)) {
+	shift = cdsm_lookup_pfn(d->address, &pfn, &protnone);
+	if (!shift) {
 		cdsm_stat_add(CDSM_STAT_DROPPED, 1);
 		return 0;
 	}
+	/* A read of untouched memory maps the zero page: no one shares data there. */
+	if (is_zero_pfn(pfn))
+		return 0;
 	ring = cdsm_rings[smp_processor_id()];
 	head = ring->head;
 	/* Pairs with the consumer's release: its slots are free to reuse. */
@@ -176,6 +188,9 @@ static int cdsm_fault_return(struct kretprobe_instance *ri, struct pt_regs *regs
 	rec->old_paddr = d->hint_pfn && d->hint_pfn != pfn ?
 			 PFN_PHYS(d->hint_pfn) | (d->address & ~PAGE_MASK) : 0;
 	rec->sharer = d->sharer;
+	/* A huge page split since entry moved (or was allocated) in 4 KiB parts. */
+	rec->page_shift = d->page_shift ? min_t(unsigned int, shift, d->page_shift) : shift;
+	rec->fresh = d->fresh;
 	/* Publish the record to the consumer's acquire of head. */
 	smp_store_release(&ring->head, head + 1);
 	cdsm_stat_add(CDSM_STAT_TRACKED_FAULTS, 1);

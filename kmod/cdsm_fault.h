@@ -18,13 +18,20 @@
  * @old_paddr:	its address before the fault if the kernel migrated the page
  *		on a hinting fault, else 0.
  * @sharer:	cdsm_sharer() of the faulting task.
+ * @page_shift:	log2 of the size of the page mapped at @paddr (PAGE_SHIFT,
+ *		or PMD_SHIFT for a huge page): the range whose blocks move with
+ *		@old_paddr or are forgotten with @fresh.
+ * @fresh:	the fault gave private anonymous memory a new frame: what the
+ *		table knows of that frame is stale.
  * @pad:	unused.
  */
 struct cdsm_fault_rec {
 	u64 paddr;
 	u64 old_paddr;
 	u32 sharer;
-	u32 pad;
+	u8 page_shift;
+	u8 fresh;
+	u16 pad;
 };
 
 int cdsm_fault_init(void);

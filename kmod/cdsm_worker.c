@@ -56,19 +56,35 @@ static void cdsm_worker_grow(struct cdsm_app *app)
 }
 
 /*
- * The kernel migrated the faulting page: move the blocks of the old page
- * (or of its 4 KiB part that faulted, for a huge page) to the new one, so
- * that their sharers follow the data and the old frame starts clean.
+ * The frame under @rec changed owner: the kernel migrated the page (its
+ * blocks move to the new frame, so that their sharers follow the data and
+ * the old frame starts clean), or gave private anonymous memory a fresh
+ * frame (what the table knew of that frame is stale). A huge page moves or
+ * starts as a whole; a PUD-sized one never does either (no NUMA hinting on
+ * PUDs, no anonymous PUD pages), so the range is at most a PMD. Blocks
+ * larger than the page are left as they are.
  */
-static void cdsm_worker_move_page(const struct cdsm_fault_rec *rec, unsigned int shift)
+static void cdsm_worker_new_frame(const struct cdsm_fault_rec *rec, unsigned int shift)
 {
-	u64 from = (rec->old_paddr & PAGE_MASK) >> shift;
-	u64 to = (rec->paddr & PAGE_MASK) >> shift;
-	u64 i, n = shift < PAGE_SHIFT ? 1ULL << (PAGE_SHIFT - shift) : 1;
+	unsigned int page_shift = min_t(unsigned int, rec->page_shift, PMD_SHIFT);
+	u64 mask = ~((1ULL << page_shift) - 1);
+	u64 to = (rec->paddr & mask) >> shift;
+	u64 i, n;
 
-	cdsm_stat_add(CDSM_STAT_MIGRATED, 1);
-	for (i = 0; i < n; i++)
-		cdsm_blocks_move(&cdsm_blocks, from + i, to + i);
+	/* A block larger than the page holds other pages' data too: leave it. */
+	if (shift > page_shift)
+		return;
+	n = 1ULL << (page_shift - shift);
+	if (rec->old_paddr) {
+		u64 from = (rec->old_paddr & mask) >> shift;
+
+		cdsm_stat_add(CDSM_STAT_MIGRATED, 1);
+		for (i = 0; i < n; i++)
+			cdsm_blocks_move(&cdsm_blocks, from + i, to + i);
+	} else {
+		for (i = 0; i < n; i++)
+			cdsm_blocks_forget(&cdsm_blocks, to + i);
+	}
 }
 
 /* Applies one record; @locked is the application whose mutex is held. */
@@ -89,8 +105,8 @@ static void cdsm_worker_apply(const struct cdsm_fault_rec *rec, unsigned int shi
 		mutex_lock(&app->mutex);
 		*locked = app;
 	}
-	if (rec->old_paddr)
-		cdsm_worker_move_page(rec, shift);
+	if (rec->old_paddr || rec->fresh)
+		cdsm_worker_new_frame(rec, shift);
 	n = cdsm_blocks_record(&cdsm_blocks, rec->paddr >> shift, rec->sharer, peers);
 	for (i = 0; i < n; i++) {
 		if (!cdsm_matrix_add_pair(&app->matrix, cdsm_sharer_task(rec->sharer),
@@ -119,11 +135,13 @@ static void cdsm_worker_record(void)
 		while ((n = cdsm_fault_drain(cpu, cdsm_batch, CDSM_RING_LEN))) {
 			for (i = 0; i < n; i++)
 				cdsm_worker_apply(&cdsm_batch[i], shift, &locked);
+			/* Never yield with a matrix locked: readers would wait for us. */
+			if (locked)
+				mutex_unlock(&locked->mutex);
+			locked = NULL;
 			cond_resched();
 		}
 	}
-	if (locked)
-		mutex_unlock(&locked->mutex);
 }
 
 static bool cdsm_app_expired(struct cdsm_app *app, u64 now_ns)

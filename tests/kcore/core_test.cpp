@@ -14,220 +14,209 @@ namespace {
 
 // A block table that owns its memory.
 struct Blocks {
-	Blocks(unsigned log2, unsigned sharers)
-		: mem(cdsm_blocks_mem_sz(log2, sharers) / sizeof(uint64_t) + 1)
-	{
-		cdsm_blocks_init(&b, mem.data(), log2, sharers);
-	}
-	std::vector<uint32_t> record(uint64_t block, uint32_t sharer)
-	{
-		std::vector<uint32_t> peers(CDSM_MAX_SHARERS);
-		unsigned n = cdsm_blocks_record(&b, block, sharer, peers.data());
-		peers.resize(n);
-		return peers;
-	}
-	std::vector<uint64_t> mem;
-	cdsm_blocks b{};
+    Blocks(unsigned log2, unsigned sharers)
+        : mem(cdsm_blocks_mem_sz(log2, sharers) / sizeof(uint64_t) + 1) {
+        cdsm_blocks_init(&b, mem.data(), log2, sharers);
+    }
+    std::vector<uint32_t> record(uint64_t block, uint32_t sharer) {
+        std::vector<uint32_t> peers(CDSM_MAX_SHARERS);
+        unsigned n = cdsm_blocks_record(&b, block, sharer, peers.data());
+        peers.resize(n);
+        return peers;
+    }
+    std::vector<uint64_t> mem;
+    cdsm_blocks b{};
 };
 
 struct Matrix {
-	explicit Matrix(uint32_t dim) : cells(dim * dim) { m = {cells.data(), dim}; }
-	uint32_t at(uint32_t i, uint32_t j) const { return cells[i * m.dim + j]; }
-	std::vector<uint32_t> cells;
-	cdsm_matrix m{};
+    explicit Matrix(uint32_t dim) : cells(dim * dim) { m = {cells.data(), dim}; }
+    uint32_t at(uint32_t i, uint32_t j) const { return cells[i * m.dim + j]; }
+    std::vector<uint32_t> cells;
+    cdsm_matrix m{};
 };
 
-TEST(Sharer, EncodesAppAndTask)
-{
-	uint32_t s = cdsm_sharer(0x1234, 0);
-	EXPECT_NE(s, 0u);
-	EXPECT_EQ(cdsm_sharer_app(s), 0x1234u);
-	EXPECT_EQ(cdsm_sharer_task(s), 0u);
-	EXPECT_EQ(cdsm_sharer_task(cdsm_sharer(7, CDSM_MAX_TASK_INDEX)), uint32_t{CDSM_MAX_TASK_INDEX});
+TEST(Sharer, EncodesAppAndTask) {
+    uint32_t s = cdsm_sharer(0x1234, 0);
+    EXPECT_NE(s, 0u);
+    EXPECT_EQ(cdsm_sharer_app(s), 0x1234u);
+    EXPECT_EQ(cdsm_sharer_task(s), 0u);
+    EXPECT_EQ(cdsm_sharer_task(cdsm_sharer(7, CDSM_MAX_TASK_INDEX)), uint32_t{CDSM_MAX_TASK_INDEX});
 }
 
-TEST(Blocks, FirstAccessHasNoPeers)
-{
-	Blocks t(10, 4);
-	EXPECT_TRUE(t.record(42, cdsm_sharer(1, 0)).empty());
-	EXPECT_TRUE(t.record(42, cdsm_sharer(1, 0)).empty()) << "a task is not its own peer";
+TEST(Blocks, FirstAccessHasNoPeers) {
+    Blocks t(10, 4);
+    EXPECT_TRUE(t.record(42, cdsm_sharer(1, 0)).empty());
+    EXPECT_TRUE(t.record(42, cdsm_sharer(1, 0)).empty()) << "a task is not its own peer";
 }
 
-TEST(Blocks, SameApplicationTasksArePeers)
-{
-	Blocks t(10, 4);
-	t.record(42, cdsm_sharer(1, 0));
-	t.record(42, cdsm_sharer(1, 1));
-	auto peers = t.record(42, cdsm_sharer(1, 2));
-	ASSERT_EQ(peers.size(), 2u);
-	EXPECT_EQ(peers[0], cdsm_sharer(1, 1)) << "most recent first";
-	EXPECT_EQ(peers[1], cdsm_sharer(1, 0));
+TEST(Blocks, SameApplicationTasksArePeers) {
+    Blocks t(10, 4);
+    t.record(42, cdsm_sharer(1, 0));
+    t.record(42, cdsm_sharer(1, 1));
+    auto peers = t.record(42, cdsm_sharer(1, 2));
+    ASSERT_EQ(peers.size(), 2u);
+    EXPECT_EQ(peers[0], cdsm_sharer(1, 1)) << "most recent first";
+    EXPECT_EQ(peers[1], cdsm_sharer(1, 0));
 }
 
-TEST(Blocks, OtherApplicationsAreNotPeers)
-{
-	Blocks t(10, 4);
-	t.record(42, cdsm_sharer(2, 0));
-	t.record(42, cdsm_sharer(1, 0));
-	EXPECT_TRUE(t.record(42, cdsm_sharer(3, 0)).empty());
-	EXPECT_EQ(t.record(42, cdsm_sharer(1, 1)).size(), 1u);
+TEST(Blocks, OtherApplicationsAreNotPeers) {
+    Blocks t(10, 4);
+    t.record(42, cdsm_sharer(2, 0));
+    t.record(42, cdsm_sharer(1, 0));
+    EXPECT_TRUE(t.record(42, cdsm_sharer(3, 0)).empty());
+    EXPECT_EQ(t.record(42, cdsm_sharer(1, 1)).size(), 1u);
 }
 
-TEST(Blocks, OldestSharerIsReplaced)
-{
-	Blocks t(10, 4);
-	for (uint32_t i = 0; i < 4; i++)
-		t.record(7, cdsm_sharer(1, i));
-	// Task 4 pushes out task 0, the oldest, but task 0 still counts at this access.
-	EXPECT_EQ(t.record(7, cdsm_sharer(1, 4)).size(), 4u);
-	auto peers = t.record(7, cdsm_sharer(1, 5));
-	ASSERT_EQ(peers.size(), 4u);
-	for (uint32_t p : peers)
-		EXPECT_NE(p, cdsm_sharer(1, 0)) << "task 0 fell off";
+TEST(Blocks, OldestSharerIsReplaced) {
+    Blocks t(10, 4);
+    for (uint32_t i = 0; i < 4; i++) t.record(7, cdsm_sharer(1, i));
+    // Task 4 pushes out task 0, the oldest, but task 0 still counts at this access.
+    EXPECT_EQ(t.record(7, cdsm_sharer(1, 4)).size(), 4u);
+    auto peers = t.record(7, cdsm_sharer(1, 5));
+    ASSERT_EQ(peers.size(), 4u);
+    for (uint32_t p : peers) EXPECT_NE(p, cdsm_sharer(1, 0)) << "task 0 fell off";
 }
 
-TEST(Blocks, RepeatedAccessMovesToFrontWithoutDuplicate)
-{
-	Blocks t(10, 2);
-	t.record(7, cdsm_sharer(1, 0));
-	t.record(7, cdsm_sharer(1, 1));
-	t.record(7, cdsm_sharer(1, 0)); // list: 0, 1
-	auto peers = t.record(7, cdsm_sharer(1, 2)); // 1 falls off after this
-	ASSERT_EQ(peers.size(), 2u);
-	peers = t.record(7, cdsm_sharer(1, 3));
-	ASSERT_EQ(peers.size(), 2u);
-	EXPECT_EQ(peers[0], cdsm_sharer(1, 2));
-	EXPECT_EQ(peers[1], cdsm_sharer(1, 0));
+TEST(Blocks, RepeatedAccessMovesToFrontWithoutDuplicate) {
+    Blocks t(10, 2);
+    t.record(7, cdsm_sharer(1, 0));
+    t.record(7, cdsm_sharer(1, 1));
+    t.record(7, cdsm_sharer(1, 0));               // list: 0, 1
+    auto peers = t.record(7, cdsm_sharer(1, 2));  // 1 falls off after this
+    ASSERT_EQ(peers.size(), 2u);
+    peers = t.record(7, cdsm_sharer(1, 3));
+    ASSERT_EQ(peers.size(), 2u);
+    EXPECT_EQ(peers[0], cdsm_sharer(1, 2));
+    EXPECT_EQ(peers[1], cdsm_sharer(1, 0));
 }
 
-TEST(Blocks, OneSharerKeepsOnlyTheLastAccessor)
-{
-	Blocks t(4, 1);
-	t.record(9, cdsm_sharer(1, 0));
-	t.record(9, cdsm_sharer(1, 1));
-	auto peers = t.record(9, cdsm_sharer(1, 2));
-	ASSERT_EQ(peers.size(), 1u);
-	EXPECT_EQ(peers[0], cdsm_sharer(1, 1));
+TEST(Blocks, OneSharerKeepsOnlyTheLastAccessor) {
+    Blocks t(4, 1);
+    t.record(9, cdsm_sharer(1, 0));
+    t.record(9, cdsm_sharer(1, 1));
+    auto peers = t.record(9, cdsm_sharer(1, 2));
+    ASSERT_EQ(peers.size(), 1u);
+    EXPECT_EQ(peers[0], cdsm_sharer(1, 1));
 }
 
-TEST(Blocks, CollisionEvictsAndCounts)
-{
-	Blocks t(1, 4); // two entries: three blocks must collide
-	for (uint64_t b = 0; b < 3; b++)
-		t.record(b, cdsm_sharer(1, 0));
-	EXPECT_GE(t.b.evictions, 1u);
-	// An evicted block starts empty again: no stale peers from another block.
-	uint64_t evicted_before = t.b.evictions;
-	for (uint64_t b = 0; b < 64; b++) {
-		t.record(b, cdsm_sharer(1, 0));
-		EXPECT_TRUE(t.record(b, cdsm_sharer(1, 0)).empty());
-	}
-	EXPECT_GT(t.b.evictions, evicted_before);
+TEST(Blocks, CollisionEvictsAndCounts) {
+    Blocks t(1, 4);  // two entries: three blocks must collide
+    for (uint64_t b = 0; b < 3; b++) t.record(b, cdsm_sharer(1, 0));
+    EXPECT_GE(t.b.evictions, 1u);
+    // An evicted block starts empty again: no stale peers from another block.
+    uint64_t evicted_before = t.b.evictions;
+    for (uint64_t b = 0; b < 64; b++) {
+        t.record(b, cdsm_sharer(1, 0));
+        EXPECT_TRUE(t.record(b, cdsm_sharer(1, 0)).empty());
+    }
+    EXPECT_GT(t.b.evictions, evicted_before);
 }
 
-TEST(Blocks, ClearForgetsEverything)
-{
-	Blocks t(8, 4);
-	t.record(5, cdsm_sharer(1, 0));
-	cdsm_blocks_clear(&t.b);
-	EXPECT_TRUE(t.record(5, cdsm_sharer(1, 1)).empty());
-	EXPECT_EQ(t.b.evictions, 0u);
+TEST(Blocks, ClearForgetsEverything) {
+    Blocks t(8, 4);
+    t.record(5, cdsm_sharer(1, 0));
+    cdsm_blocks_clear(&t.b);
+    EXPECT_TRUE(t.record(5, cdsm_sharer(1, 1)).empty());
+    EXPECT_EQ(t.b.evictions, 0u);
 }
 
-TEST(Blocks, MoveCarriesSharersAndFreesTheOldBlock)
-{
-	Blocks t(10, 4);
-	t.record(5, cdsm_sharer(1, 0));
-	cdsm_blocks_move(&t.b, 5, 900);
-	EXPECT_TRUE(t.record(5, cdsm_sharer(1, 1)).empty()) << "old block forgotten";
-	auto peers = t.record(900, cdsm_sharer(1, 2));
-	ASSERT_EQ(peers.size(), 1u);
-	EXPECT_EQ(peers[0], cdsm_sharer(1, 0));
-	cdsm_blocks_move(&t.b, 77, 78); // unknown block: nothing happens
-	EXPECT_TRUE(t.record(78, cdsm_sharer(1, 3)).empty());
+TEST(Blocks, MoveCarriesSharersAndFreesTheOldBlock) {
+    Blocks t(10, 4);
+    t.record(5, cdsm_sharer(1, 0));
+    cdsm_blocks_move(&t.b, 5, 900);
+    EXPECT_TRUE(t.record(5, cdsm_sharer(1, 1)).empty()) << "old block forgotten";
+    auto peers = t.record(900, cdsm_sharer(1, 2));
+    ASSERT_EQ(peers.size(), 1u);
+    EXPECT_EQ(peers[0], cdsm_sharer(1, 0));
+    cdsm_blocks_move(&t.b, 77, 78);  // unknown block: nothing happens
+    EXPECT_TRUE(t.record(78, cdsm_sharer(1, 3)).empty());
 }
 
-TEST(Blocks, MemorySizeMatchesLayout)
-{
-	EXPECT_EQ(cdsm_blocks_mem_sz(22, 4), (size_t{1} << 22) * (8 + 16));
+TEST(Blocks, MoveOfAnUnknownBlockClearsTheStaleTarget) {
+    Blocks t(10, 4);
+    t.record(900, cdsm_sharer(1, 0));  // the new frame's previous use
+    cdsm_blocks_move(&t.b, 5, 900);
+    EXPECT_TRUE(t.record(900, cdsm_sharer(1, 1)).empty()) << "stale sharer kept";
 }
 
-TEST(Matrix, AddPairIsSymmetric)
-{
-	Matrix x(4);
-	EXPECT_TRUE(cdsm_matrix_add_pair(&x.m, 1, 3));
-	EXPECT_TRUE(cdsm_matrix_add_pair(&x.m, 3, 1));
-	EXPECT_EQ(x.at(1, 3), 2u);
-	EXPECT_EQ(x.at(3, 1), 2u);
-	EXPECT_EQ(x.at(1, 1), 0u);
+TEST(Blocks, ForgetDropsOnlyThatBlock) {
+    Blocks t(10, 4);
+    t.record(5, cdsm_sharer(1, 0));
+    t.record(6, cdsm_sharer(1, 0));
+    cdsm_blocks_forget(&t.b, 5);
+    cdsm_blocks_forget(&t.b, 7);  // not in the table: nothing happens
+    EXPECT_TRUE(t.record(5, cdsm_sharer(1, 1)).empty());
+    EXPECT_EQ(t.record(6, cdsm_sharer(1, 1)).size(), 1u);
+    EXPECT_EQ(t.b.evictions, 0u);
 }
 
-TEST(Matrix, RejectsOutOfRangeAndDiagonal)
-{
-	Matrix x(4);
-	EXPECT_FALSE(cdsm_matrix_add_pair(&x.m, 4, 0));
-	EXPECT_FALSE(cdsm_matrix_add_pair(&x.m, 0, 4));
-	EXPECT_FALSE(cdsm_matrix_add_pair(&x.m, 2, 2));
-	for (uint32_t c : x.cells)
-		EXPECT_EQ(c, 0u);
+TEST(Blocks, MemorySizeMatchesLayout) {
+    EXPECT_EQ(cdsm_blocks_mem_sz(22, 4), (size_t{1} << 22) * (8 + 16));
 }
 
-TEST(Matrix, Saturates)
-{
-	Matrix x(2);
-	x.cells[1] = x.cells[2] = UINT32_MAX;
-	cdsm_matrix_add_pair(&x.m, 0, 1);
-	EXPECT_EQ(x.at(0, 1), UINT32_MAX);
-	EXPECT_EQ(x.at(1, 0), UINT32_MAX);
+TEST(Matrix, AddPairIsSymmetric) {
+    Matrix x(4);
+    EXPECT_TRUE(cdsm_matrix_add_pair(&x.m, 1, 3));
+    EXPECT_TRUE(cdsm_matrix_add_pair(&x.m, 3, 1));
+    EXPECT_EQ(x.at(1, 3), 2u);
+    EXPECT_EQ(x.at(3, 1), 2u);
+    EXPECT_EQ(x.at(1, 1), 0u);
 }
 
-TEST(Matrix, AgingRemovesAQuarter)
-{
-	Matrix x(2);
-	x.cells = {0, 100, 3, 4};
-	cdsm_matrix_age(&x.m);
-	EXPECT_EQ(x.cells, (std::vector<uint32_t>{0, 75, 3, 3}));
-	for (int i = 0; i < 40; i++)
-		cdsm_matrix_age(&x.m);
-	EXPECT_EQ(x.at(0, 1), 3u) << "M - (M >> 2) stops at 3";
+TEST(Matrix, RejectsOutOfRangeAndDiagonal) {
+    Matrix x(4);
+    EXPECT_FALSE(cdsm_matrix_add_pair(&x.m, 4, 0));
+    EXPECT_FALSE(cdsm_matrix_add_pair(&x.m, 0, 4));
+    EXPECT_FALSE(cdsm_matrix_add_pair(&x.m, 2, 2));
+    for (uint32_t c : x.cells) EXPECT_EQ(c, 0u);
 }
 
-TEST(Matrix, AgingLetsANewPatternDominate)
-{
-	Matrix x(3);
-	for (int i = 0; i < 1000; i++)
-		cdsm_matrix_add_pair(&x.m, 0, 1);
-	for (int i = 0; i < 8; i++)
-		cdsm_matrix_age(&x.m);
-	for (int i = 0; i < 200; i++)
-		cdsm_matrix_add_pair(&x.m, 0, 2);
-	EXPECT_GT(x.at(0, 2), x.at(0, 1));
+TEST(Matrix, Saturates) {
+    Matrix x(2);
+    x.cells[1] = x.cells[2] = UINT32_MAX;
+    cdsm_matrix_add_pair(&x.m, 0, 1);
+    EXPECT_EQ(x.at(0, 1), UINT32_MAX);
+    EXPECT_EQ(x.at(1, 0), UINT32_MAX);
 }
 
-TEST(Matrix, GrowKeepsCells)
-{
-	Matrix small(2), big(4);
-	cdsm_matrix_add_pair(&small.m, 0, 1);
-	big.cells.assign(16, 9);
-	cdsm_matrix_copy(&big.m, &small.m);
-	EXPECT_EQ(big.at(0, 1), 1u);
-	EXPECT_EQ(big.at(1, 0), 1u);
-	EXPECT_EQ(big.at(3, 3), 0u);
-	EXPECT_EQ(big.at(2, 0), 0u);
+TEST(Matrix, AgingRemovesAQuarter) {
+    Matrix x(2);
+    x.cells = {0, 100, 3, 4};
+    cdsm_matrix_age(&x.m);
+    EXPECT_EQ(x.cells, (std::vector<uint32_t>{0, 75, 3, 3}));
+    for (int i = 0; i < 40; i++) cdsm_matrix_age(&x.m);
+    EXPECT_EQ(x.at(0, 1), 3u) << "M - (M >> 2) stops at 3";
 }
 
-TEST(Matrix, DimForGrowsByPowersOfTwoUpToMax)
-{
-	EXPECT_EQ(cdsm_matrix_dim_for(1, 16, 4096), 16u);
-	EXPECT_EQ(cdsm_matrix_dim_for(17, 16, 4096), 32u);
-	EXPECT_EQ(cdsm_matrix_dim_for(513, 16, 4096), 1024u);
-	EXPECT_EQ(cdsm_matrix_dim_for(5000, 16, 4096), 4096u);
-	EXPECT_EQ(cdsm_matrix_dim_for(100, 16, 100), 100u);
+TEST(Matrix, AgingLetsANewPatternDominate) {
+    Matrix x(3);
+    for (int i = 0; i < 1000; i++) cdsm_matrix_add_pair(&x.m, 0, 1);
+    for (int i = 0; i < 8; i++) cdsm_matrix_age(&x.m);
+    for (int i = 0; i < 200; i++) cdsm_matrix_add_pair(&x.m, 0, 2);
+    EXPECT_GT(x.at(0, 2), x.at(0, 1));
 }
 
-TEST(Matrix, MemorySize)
-{
-	EXPECT_EQ(cdsm_matrix_mem_sz(512), size_t{1} << 20) << "the paper's 1 MB for 512 tasks";
+TEST(Matrix, GrowKeepsCells) {
+    Matrix small(2), big(4);
+    cdsm_matrix_add_pair(&small.m, 0, 1);
+    big.cells.assign(16, 9);
+    cdsm_matrix_copy(&big.m, &small.m);
+    EXPECT_EQ(big.at(0, 1), 1u);
+    EXPECT_EQ(big.at(1, 0), 1u);
+    EXPECT_EQ(big.at(3, 3), 0u);
+    EXPECT_EQ(big.at(2, 0), 0u);
 }
 
-} // namespace
+TEST(Matrix, DimForGrowsByPowersOfTwoUpToMax) {
+    EXPECT_EQ(cdsm_matrix_dim_for(1, 16, 4096), 16u);
+    EXPECT_EQ(cdsm_matrix_dim_for(17, 16, 4096), 32u);
+    EXPECT_EQ(cdsm_matrix_dim_for(513, 16, 4096), 1024u);
+    EXPECT_EQ(cdsm_matrix_dim_for(5000, 16, 4096), 4096u);
+    EXPECT_EQ(cdsm_matrix_dim_for(100, 16, 100), 100u);
+}
+
+TEST(Matrix, MemorySize) {
+    EXPECT_EQ(cdsm_matrix_mem_sz(512), size_t{1} << 20) << "the paper's 1 MB for 512 tasks";
+}
+
+}  // namespace
