@@ -368,6 +368,24 @@ static bool cdsm_descends_from(struct task_struct *p, struct task_struct *root)
 	return false;
 }
 
+/*
+ * Adds @t, found by a walk over every task, unless it is tracked or exiting.
+ * The walk holds only RCU, so that cdsm_lock is held per task and never for
+ * the length of the task list. The check and the addition are one critical
+ * section: the exit probe takes cdsm_lock after PF_EXITING is set, so a task
+ * added here is always seen leaving. A task forked during the walk joins by
+ * the fork probe (its parent is tracked) or by the walk (it is appended to
+ * the task list); the lookup keeps it from joining twice.
+ * Context: rcu_read_lock() held, cdsm_apps_mutex held.
+ */
+static void cdsm_app_scan_add(struct cdsm_app *app, struct task_struct *t)
+{
+	spin_lock(&cdsm_lock);
+	if (!cdsm_task_lookup(t) && !(t->flags & PF_EXITING))
+		cdsm_app_add_task(app, t);
+	spin_unlock(&cdsm_lock);
+}
+
 /**
  * cdsm_app_track_pid() - track a process tree.
  * @pid:	the process, in the caller's pid namespace.
@@ -410,14 +428,18 @@ int cdsm_app_track_pid(pid_t pid, u32 *app_id)
 	}
 	app->root_pid = pid;
 	cdsm_app_add_threads(app, root->group_leader);
+	spin_unlock(&cdsm_lock);
+	/* Descendants: the walk over all tasks holds only RCU (see cdsm_app_scan_add). */
 	for_each_process_thread(g, t)
-		if (!cdsm_task_lookup(t) && !(t->flags & PF_EXITING) &&
-		    cdsm_descends_from(t, root))
-			cdsm_app_add_task(app, t);
+		if (cdsm_descends_from(t, root))
+			cdsm_app_scan_add(app, t);
+	rcu_read_unlock();
 	*app_id = app->id;
+	goto unlock;
 out:
 	rcu_read_unlock();
 	spin_unlock(&cdsm_lock);
+unlock:
 	mutex_unlock(&cdsm_apps_mutex);
 	put_task_struct(root);
 	return err;
@@ -452,14 +474,17 @@ int cdsm_app_track_cgroup(const char *path, u32 *app_id)
 		cgroup_put(cgrp);
 		goto out;
 	}
+	spin_unlock(&cdsm_lock);
 	for_each_process_thread(g, t)
-		if (!cdsm_task_lookup(t) && !(t->flags & PF_EXITING) && t->mm &&
-		    cdsm_in_cgroup(t, cgrp))
-			cdsm_app_add_task(app, t);
+		if (t->mm && cdsm_in_cgroup(t, cgrp))
+			cdsm_app_scan_add(app, t);
+	rcu_read_unlock();
 	*app_id = app->id;
+	goto unlock;
 out:
 	rcu_read_unlock();
 	spin_unlock(&cdsm_lock);
+unlock:
 	mutex_unlock(&cdsm_apps_mutex);
 	return err;
 }

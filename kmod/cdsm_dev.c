@@ -86,7 +86,7 @@ static void cdsm_fill_app_info(struct cdsm_app_info *info, struct cdsm_app *app)
 	memcpy(info->comm, app->comm, sizeof(info->comm));
 }
 
-static long cdsm_ioc_list_apps(void __user *uarg)
+static long cdsm_ioc_list_apps(unsigned int nr, void __user *uarg)
 {
 	struct cdsm_list_apps a;
 	struct cdsm_app_info *infos;
@@ -117,7 +117,7 @@ static long cdsm_ioc_list_apps(void __user *uarg)
 	return err;
 }
 
-static long cdsm_ioc_get_tasks(void __user *uarg)
+static long cdsm_ioc_get_tasks(unsigned int nr, void __user *uarg)
 {
 	struct cdsm_task_info *infos = NULL;
 	struct cdsm_get_tasks a;
@@ -163,7 +163,7 @@ out:
 	return err;
 }
 
-static long cdsm_ioc_get_matrix(void __user *uarg)
+static long cdsm_ioc_get_matrix(unsigned int nr, void __user *uarg)
 {
 	struct cdsm_get_matrix a;
 	struct cdsm_app *app;
@@ -251,7 +251,7 @@ static long cdsm_ioc_app_op(unsigned int nr, void __user *uarg)
 	return err;
 }
 
-static long cdsm_ioc_track(void __user *uarg)
+static long cdsm_ioc_track(unsigned int nr, void __user *uarg)
 {
 	struct cdsm_track a;
 	char *path;
@@ -298,7 +298,7 @@ static long cdsm_ioc_params(unsigned int nr, void __user *uarg)
 	return cdsm_arg_out(uarg, &p, sizeof(p));
 }
 
-static long cdsm_ioc_counters(void __user *uarg)
+static long cdsm_ioc_counters(unsigned int nr, void __user *uarg)
 {
 	struct cdsm_counters c;
 	u64 kmem = cdsm_worker_mem_sz() + cdsm_fault_mem_sz();
@@ -337,55 +337,47 @@ static long cdsm_ioc_counters(void __user *uarg)
 	return cdsm_arg_out(uarg, &c, sizeof(c));
 }
 
-static bool cdsm_is_control(unsigned int nr)
+static long cdsm_ioc_abi_version(unsigned int nr, void __user *uarg)
 {
-	switch (nr) {
-	case _IOC_NR(CDSM_IOC_AGE):
-	case _IOC_NR(CDSM_IOC_RESET):
-	case _IOC_NR(CDSM_IOC_RELEASE):
-	case _IOC_NR(CDSM_IOC_TRACK):
-	case _IOC_NR(CDSM_IOC_UNTRACK):
-	case _IOC_NR(CDSM_IOC_SET_PARAMS):
-		return true;
-	default:
-		return false;
-	}
+	return CDSM_ABI_VERSION;
 }
+
+/**
+ * struct cdsm_ioc - an ioctl, by command number.
+ * @fn:		its handler; the number tells handlers of several commands apart.
+ * @control:	needs CAP_SYS_ADMIN.
+ */
+struct cdsm_ioc {
+	long (*fn)(unsigned int nr, void __user *uarg);
+	bool control;
+};
+
+static const struct cdsm_ioc cdsm_iocs[] = {
+	[_IOC_NR(CDSM_IOC_ABI_VERSION)] = { cdsm_ioc_abi_version, false },
+	[_IOC_NR(CDSM_IOC_LIST_APPS)] = { cdsm_ioc_list_apps, false },
+	[_IOC_NR(CDSM_IOC_GET_TASKS)] = { cdsm_ioc_get_tasks, false },
+	[_IOC_NR(CDSM_IOC_GET_MATRIX)] = { cdsm_ioc_get_matrix, false },
+	[_IOC_NR(CDSM_IOC_AGE)] = { cdsm_ioc_app_op, true },
+	[_IOC_NR(CDSM_IOC_RESET)] = { cdsm_ioc_app_op, true },
+	[_IOC_NR(CDSM_IOC_RELEASE)] = { cdsm_ioc_app_op, true },
+	[_IOC_NR(CDSM_IOC_TRACK)] = { cdsm_ioc_track, true },
+	[_IOC_NR(CDSM_IOC_UNTRACK)] = { cdsm_ioc_app_op, true },
+	[_IOC_NR(CDSM_IOC_GET_PARAMS)] = { cdsm_ioc_params, false },
+	[_IOC_NR(CDSM_IOC_SET_PARAMS)] = { cdsm_ioc_params, true },
+	[_IOC_NR(CDSM_IOC_GET_COUNTERS)] = { cdsm_ioc_counters, false },
+};
 
 static long cdsm_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
-	void __user *uarg = (void __user *)arg;
 	unsigned int nr = _IOC_NR(cmd);
 
 	/* Dispatch on the number only: the size field versions the argument. */
-	if (_IOC_TYPE(cmd) != CDSM_IOC_MAGIC)
+	if (_IOC_TYPE(cmd) != CDSM_IOC_MAGIC || nr >= ARRAY_SIZE(cdsm_iocs) ||
+	    !cdsm_iocs[nr].fn)
 		return -ENOTTY;
-	if (cdsm_is_control(nr) && !capable(CAP_SYS_ADMIN))
+	if (cdsm_iocs[nr].control && !capable(CAP_SYS_ADMIN))
 		return -EPERM;
-	switch (nr) {
-	case _IOC_NR(CDSM_IOC_ABI_VERSION):
-		return CDSM_ABI_VERSION;
-	case _IOC_NR(CDSM_IOC_LIST_APPS):
-		return cdsm_ioc_list_apps(uarg);
-	case _IOC_NR(CDSM_IOC_GET_TASKS):
-		return cdsm_ioc_get_tasks(uarg);
-	case _IOC_NR(CDSM_IOC_GET_MATRIX):
-		return cdsm_ioc_get_matrix(uarg);
-	case _IOC_NR(CDSM_IOC_AGE):
-	case _IOC_NR(CDSM_IOC_RESET):
-	case _IOC_NR(CDSM_IOC_RELEASE):
-	case _IOC_NR(CDSM_IOC_UNTRACK):
-		return cdsm_ioc_app_op(nr, uarg);
-	case _IOC_NR(CDSM_IOC_TRACK):
-		return cdsm_ioc_track(uarg);
-	case _IOC_NR(CDSM_IOC_GET_PARAMS):
-	case _IOC_NR(CDSM_IOC_SET_PARAMS):
-		return cdsm_ioc_params(nr, uarg);
-	case _IOC_NR(CDSM_IOC_GET_COUNTERS):
-		return cdsm_ioc_counters(uarg);
-	default:
-		return -ENOTTY;
-	}
+	return cdsm_iocs[nr].fn(nr, (void __user *)arg);
 }
 
 static const struct file_operations cdsm_fops = {
