@@ -57,8 +57,15 @@ static bool cdsm_numa_normal;
  */
 #define CDSM_REARM_SCAN_FACTOR 16
 #define CDSM_REARM_SCAN_MIN_PAGES (SZ_16M >> PAGE_SHIFT)
-/* Smallest range per change_prot_numa() call, so that sparse ranges go fast. */
-#define CDSM_REARM_CHUNK_PAGES 64UL
+/*
+ * Pages per change_prot_numa() call: half a second of budget, within these
+ * bounds. Each call that changes a PTE ends with one TLB shootdown, an IPI to
+ * every CPU running the process, so pages are armed in batches (the kernel's
+ * own scanner takes up to scan_size_mb = 256 MB at once); the bounds keep
+ * sparse ranges fast and bursts small enough that a rate is met evenly.
+ */
+#define CDSM_REARM_CHUNK_MIN_PAGES 64UL
+#define CDSM_REARM_CHUNK_MAX_PAGES 512UL
 
 /**
  * cdsm_rearm_init() - find change_prot_numa().
@@ -156,7 +163,7 @@ static bool cdsm_vma_eligible(struct vm_area_struct *vma, bool threaded)
  * re-armed.
  */
 static unsigned long cdsm_rearm_mm(struct mm_struct *mm, struct cdsm_task *t,
-				   unsigned long budget, bool threaded)
+				   unsigned long budget, unsigned long chunk, bool threaded)
 {
 	unsigned long addr = t->rearm_next_addr, armed = 0;
 	unsigned long scan_left = budget * CDSM_REARM_SCAN_FACTOR + CDSM_REARM_SCAN_MIN_PAGES;
@@ -183,9 +190,8 @@ static unsigned long cdsm_rearm_mm(struct mm_struct *mm, struct cdsm_task *t,
 			continue;
 		addr = max(addr, vma->vm_start);
 		while (addr < vma->vm_end && armed < budget && scan_left) {
-			/* At least CDSM_REARM_CHUNK_PAGES per call; overshoot is a debt. */
-			unsigned long pages = min(max(budget - armed, CDSM_REARM_CHUNK_PAGES),
-						  scan_left);
+			/* At least @chunk pages per call; overshoot is a debt. */
+			unsigned long pages = min(max(budget - armed, chunk), scan_left);
 			unsigned long end = min(vma->vm_end, addr + pages * PAGE_SIZE);
 
 			armed += cdsm_change_prot_numa(vma, addr, end);
@@ -252,7 +258,12 @@ void cdsm_rearm_app(struct cdsm_app *app, unsigned int period_ms, unsigned int r
 		/* Never more than one second of budget at once. */
 		t->rearm_credit_mpages = min_t(s64, t->rearm_credit_mpages, rss * rate_bp / 10);
 		if (t->rearm_credit_mpages >= 1000) {
-			armed = cdsm_rearm_mm(mm, t, t->rearm_credit_mpages / 1000, threaded);
+			unsigned long chunk = clamp_t(u64, rss * rate_bp / 20000,
+						      CDSM_REARM_CHUNK_MIN_PAGES,
+						      CDSM_REARM_CHUNK_MAX_PAGES);
+
+			armed = cdsm_rearm_mm(mm, t, t->rearm_credit_mpages / 1000, chunk,
+					      threaded);
 			/* Pages armed beyond the budget are paid back in later steps. */
 			t->rearm_credit_mpages -= (s64)armed * 1000;
 			app->rearm_pages += armed;
