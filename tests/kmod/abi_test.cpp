@@ -3,9 +3,9 @@
 // implicit padding, 8-byte alignment of 64-bit fields, so that 32- and 64-bit user space and
 // the module agree. A failure here is an ABI change: bump CDSM_ABI_VERSION.
 #include <gtest/gtest.h>
+#include <linux/cdsm.h>
 
 #include <cstddef>
-#include <linux/cdsm.h>
 
 #define LAYOUT(type, field, off) static_assert(offsetof(type, field) == (off), #type "." #field)
 
@@ -48,21 +48,19 @@ LAYOUT(cdsm_counters, events_lost, 96);
 LAYOUT(cdsm_counters, migrated, 104);
 static_assert(sizeof(cdsm_counters) == 112);
 
-TEST(Abi, IoctlNumbersEncodeSizes)
-{
-	EXPECT_EQ(_IOC_TYPE(CDSM_IOC_GET_MATRIX), 0xCDu);
-	EXPECT_EQ(_IOC_SIZE(CDSM_IOC_GET_MATRIX), sizeof(cdsm_get_matrix));
-	EXPECT_EQ(_IOC_SIZE(CDSM_IOC_GET_COUNTERS), sizeof(cdsm_counters));
-	EXPECT_EQ(_IOC_NR(CDSM_IOC_SET_PARAMS), 0x0au);
+TEST(Abi, IoctlNumbersEncodeSizes) {
+    EXPECT_EQ(_IOC_TYPE(CDSM_IOC_GET_MATRIX), 0xCDu);
+    EXPECT_EQ(_IOC_SIZE(CDSM_IOC_GET_MATRIX), sizeof(cdsm_get_matrix));
+    EXPECT_EQ(_IOC_SIZE(CDSM_IOC_GET_COUNTERS), sizeof(cdsm_counters));
+    EXPECT_EQ(_IOC_NR(CDSM_IOC_SET_PARAMS), 0x0au);
 }
 
-TEST(Abi, FirstFieldOfEveryArgumentIsItsSize)
-{
-	EXPECT_EQ(offsetof(cdsm_list_apps, size), 0u);
-	EXPECT_EQ(offsetof(cdsm_get_tasks, size), 0u);
-	EXPECT_EQ(offsetof(cdsm_get_matrix, size), 0u);
-	EXPECT_EQ(offsetof(cdsm_app_op, size), 0u);
-	EXPECT_EQ(offsetof(cdsm_track, size), 0u);
-	EXPECT_EQ(offsetof(cdsm_params, size), 0u);
-	EXPECT_EQ(offsetof(cdsm_counters, size), 0u);
+TEST(Abi, FirstFieldOfEveryArgumentIsItsSize) {
+    EXPECT_EQ(offsetof(cdsm_list_apps, size), 0u);
+    EXPECT_EQ(offsetof(cdsm_get_tasks, size), 0u);
+    EXPECT_EQ(offsetof(cdsm_get_matrix, size), 0u);
+    EXPECT_EQ(offsetof(cdsm_app_op, size), 0u);
+    EXPECT_EQ(offsetof(cdsm_track, size), 0u);
+    EXPECT_EQ(offsetof(cdsm_params, size), 0u);
+    EXPECT_EQ(offsetof(cdsm_counters, size), 0u);
 }

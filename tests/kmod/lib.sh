@@ -2,6 +2,13 @@
 # Helpers for the module's VM tests (sourced; runs inside tests/vm/run).
 set -euo pipefail
 : "${CDSM_KO:?run inside tests/vm/run}"
+# The test itself runs at real-time priority: its workloads keep every vCPU busy, and under
+# TCG all vCPUs share one host core, so a starved script would act and look seconds later than
+# it says. Workloads run at normal priority (run_tracked, or "normal CMD").
+if [[ $(chrt -p $$) != *SCHED_FIFO* ]]; then
+	exec chrt -f 10 "$0" "$@"
+fi
+normal() { chrt -o 0 "$@"; }
 bin=${CDSM_BUILD_DIR:?}
 q=$bin/tests/kmod/cdsm-query
 wl=$bin/tests/workloads
@@ -23,6 +30,19 @@ wait_file() {
 	done
 }
 
+# Starts "cdsm-query check @FILE TRUTH ..." in the background for the application that the
+# next run_tracked creates; sets $checker (wait for it: the check's status). The check runs at
+# real-time priority and starts before the workload: the workloads keep every vCPU busy, and
+# a starved observer (or a shell that must fork one) would look at the matrix seconds later
+# than it says (under TCG all vCPUs share one host core). It waits for the truth file and
+# counts seconds from its writing.
+next_app_file=
+check_next() {
+	next_app_file=$(mktemp -u)
+	chrt -f 10 "$q" check "@$next_app_file" "$@" &
+	checker=$!
+}
+
 # Value of counter $1.
 counter() { "$q" counters | awk -v k="$1" '$1 == k { print $2 }'; }
 
@@ -35,9 +55,8 @@ app_field() {
 # Runs "$@" tracked from its start, in the background; sets $app, $pid (to wait for) and
 # $child (the program's own pid).
 run_tracked() {
-	local f
-	f=$(mktemp)
-	rm -f "$f"
+	local f=${next_app_file:-$(mktemp -u)}
+	next_app_file=
 	"$q" exec --app-file "$f" -- "$@" &
 	pid=$!
 	wait_file "$f"
