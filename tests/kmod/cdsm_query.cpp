@@ -17,6 +17,9 @@
 //       with --age, age the matrix N times once TRUTH appears; @FILE: wait for FILE to hold the
 //       application id (so that the check can start before the workload)
 //   cdsm-query misuse [--unprivileged]         ioctl misuse must fail cleanly
+//   cdsm-query rate APP PID [--seconds S] [--tolerance T]
+//       pages re-armed in APP over S seconds vs rearm_rate_bp of PID's resident pages,
+//       within +-T (default 0.5)
 //   cdsm-query events [--seconds S] [--ready-file F]
 //       print the netlink events, one line each, for S seconds (default 10); F is written once
 //       the listener is subscribed
@@ -510,6 +513,47 @@ int print_event(nl_msg* msg, void*) {
     return NL_OK;
 }
 
+// --- rate: re-armed pages per second of one application --------------------------------------
+
+uint64_t app_rearmed(int fd, uint32_t app) {
+    std::vector<cdsm_app_info> apps(256);
+    auto l = sized<cdsm_list_apps>();
+    l.capacity = static_cast<uint32_t>(apps.size());
+    l.apps_ptr = reinterpret_cast<uintptr_t>(apps.data());
+    xioctl(fd, CDSM_IOC_LIST_APPS, &l, "CDSM_IOC_LIST_APPS");
+    for (uint32_t i = 0; i < l.count && i < apps.size(); i++)
+        if (apps[i].app_id == app) return apps[i].rearm_pages;
+    throw Failure("no application " + std::to_string(app));
+}
+
+uint64_t rss_pages(pid_t pid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+    std::string key;
+    uint64_t kib = 0;
+    while (in >> key)
+        if (key == "VmRSS:" && in >> kib) return kib * 1024 / uint64_t(sysconf(_SC_PAGESIZE));
+    throw Failure("process " + std::to_string(pid) + " is gone");
+}
+
+// Pages re-armed in @app over @seconds vs what rearm_rate_bp of @pid's resident pages gives;
+// the ratio must be within [1 - tolerance, 1 + tolerance].
+int cmd_rate(int fd, uint32_t app, pid_t pid, double seconds, double tolerance) {
+    auto p = sized<cdsm_params>();
+    xioctl(fd, CDSM_IOC_GET_PARAMS, &p, "CDSM_IOC_GET_PARAMS");
+    uint64_t rss0 = rss_pages(pid), a0 = app_rearmed(fd, app);
+    auto t0 = std::chrono::steady_clock::now();
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+    uint64_t a1 = app_rearmed(fd, app), rss1 = rss_pages(pid);
+    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    double rss = double(rss0 + rss1) / 2, expected = rss * p.rearm_rate_bp / 10000 * elapsed;
+    double ratio = double(a1 - a0) / expected;
+    bool ok = ratio >= 1 - tolerance && ratio <= 1 + tolerance;
+    printf("rate: %u bp/s, rss %.0f pages, %.2f s: re-armed %llu, expected %.0f, ratio %.2f %s\n",
+           p.rearm_rate_bp, rss, elapsed, (unsigned long long)(a1 - a0), expected, ratio,
+           ok ? "ok" : "OUT OF RANGE");
+    return ok ? 0 : 1;
+}
+
 int cmd_events(double seconds, const std::string& ready_file) {
     std::unique_ptr<nl_sock, decltype(&nl_socket_free)> sk(nl_socket_alloc(), nl_socket_free);
     if (!sk || genl_connect(sk.get()) < 0) throw Failure("cannot open a generic netlink socket");
@@ -653,6 +697,15 @@ int run(int argc, char** argv) {
     auto* misuse = cli.add_subcommand("misuse", "ioctl misuse must fail cleanly");
     misuse->add_flag("--unprivileged", unprivileged, "expect EPERM for control calls");
     misuse->callback([&] { status = cmd_misuse(unprivileged); });
+
+    pid_t rate_pid = 0;
+    double rate_seconds = 5, tolerance = 0.5;
+    auto* rate = cli.add_subcommand("rate", "re-armed pages per second vs the configured rate");
+    add_app(rate);
+    rate->add_option("PID", rate_pid, "the process whose RSS the rate applies to")->required();
+    rate->add_option("--seconds", rate_seconds)->check(CLI::PositiveNumber);
+    rate->add_option("--tolerance", tolerance, "allowed relative error (default 0.5)");
+    with_dev(rate, [&](int fd) { status = cmd_rate(fd, app, rate_pid, rate_seconds, tolerance); });
 
     double seconds = 10;
     std::string ready_file;

@@ -4,11 +4,10 @@ set -euo pipefail
 : "${CDSM_KO:?run inside tests/vm/run}"
 # The test itself runs at real-time priority: its workloads keep every vCPU busy, and under
 # TCG all vCPUs share one host core, so a starved script would act and look seconds later than
-# it says. Workloads run at normal priority (run_tracked, or "normal CMD").
+# it says. Workloads run at normal priority (run_tracked, or "chrt -o 0 CMD").
 if [[ $(chrt -p $$) != *SCHED_FIFO* ]]; then
 	exec chrt -f 10 "$0" "$@"
 fi
-normal() { chrt -o 0 "$@"; }
 bin=${CDSM_BUILD_DIR:?}
 q=$bin/tests/kmod/cdsm-query
 wl=$bin/tests/workloads
