@@ -124,6 +124,7 @@ void read_daemon(TableReader& t, Config& c) {
 void read_mapping(TableReader& t, Config& c, std::string_view source) {
     t.get("algorithm", c.algorithm);
     t.get("min_gain", c.min_gain);
+    t.get("min_events", c.min_events);
     t.get("interval_min_ms", c.interval.min_ms);
     t.get("interval_max_ms", c.interval.max_ms);
     t.get("interval_step_ms", c.interval.step_ms);

@@ -50,6 +50,9 @@ struct Config {
 
     std::string algorithm = "scotch";
     double min_gain = 0.05;
+    /// Do not map before the tasks to place exchanged this many events: placements drawn from
+    /// a handful of faults are noise and would migrate for nothing.
+    std::uint32_t min_events = 50;
     IntervalConfig interval;
     double idle_cpu = 0.10;  ///< a task using less of one CPU than this is idle
     std::vector<std::string> launchers = {"mpirun", "mpiexec",        "orterun", "orted",
@@ -60,8 +63,11 @@ struct Config {
     std::uint32_t scan_interval_ms = 1000;
     LevelCosts costs;
 
-    /// Module parameters to set at start and on reload, by cdsm_params field name.
-    std::map<std::string, std::uint32_t> kernel;
+    /// Module parameters to set at start and on reload, by cdsm_params field name. By default
+    /// the module ages every matrix each second, so that a program whose pattern changes is
+    /// judged on what it does now (CDSM ages only after migrations: an old phase's counts would
+    /// outweigh the new phase's for as long as the old one lasted).
+    std::map<std::string, std::uint32_t> kernel = {{"age_period_ms", 1000}};
     std::vector<TrackRule> rules;
 };
 

@@ -128,6 +128,7 @@ void Daemon::save_state() const {
         apps.push_back({{"app_id", id},
                         {"start_ns", app.info.start_ns},
                         {"name", app.name},
+                        {"named", app.named},
                         {"migrations", app.migrations},
                         {"bound", bound},
                         {"foreign", foreign},
@@ -168,9 +169,13 @@ Daemon::AppState& Daemon::adopt(const cdsm_app_info& info, const std::string& na
     AppState& app = it->second;
     app.info = info;
     if (!added) {
-        if (!name.empty()) app.name = name;
+        if (!name.empty()) {
+            app.name = name;
+            app.named = true;
+        }
         return app;
     }
+    app.named = !name.empty();
     app.interval = AdaptiveInterval(config_.interval);
     app.due = Clock::now();
     app.name = name.empty() ? std::string(info.comm, strnlen(info.comm, sizeof(info.comm))) : name;
@@ -179,7 +184,10 @@ Daemon::AppState& Daemon::adopt(const cdsm_app_info& info, const std::string& na
     if (auto s = saved_.find(info.app_id);
         s != saved_.end() && s->second.value("start_ns", 0ull) == info.start_ns) {
         const Json& j = s->second;
-        if (name.empty()) app.name = j.value("name", app.name);
+        if (name.empty()) {
+            app.name = j.value("name", app.name);
+            app.named = j.value("named", false);
+        }
         app.migrations = j.value("migrations", 0ull);
         for (const auto& [tid, cpu] : j["bound"].items()) {
             app.tasks.try_emplace(std::stoi(tid), new_task()).first->second.bound_cpu =
@@ -318,6 +326,10 @@ std::set<std::uint32_t> Daemon::claimed_by_others(std::uint32_t app_id) const {
 
 Json Daemon::map_app(AppState& app, const MapRequest& req) {
     const std::uint32_t id = app.info.app_id;
+    // A process tree tracked from before its exec is named after what it runs now.
+    if (!app.named && app.info.root_pid > 0) {
+        if (auto comm = procfs::comm(app.info.root_pid)) app.name = *comm;
+    }
     const std::string label = app_label(app.info, app.name);
     const std::string algorithm = req.algorithm.empty() ? config_.algorithm : req.algorithm;
     ++app.passes;
@@ -395,7 +407,10 @@ Json Daemon::map_app(AppState& app, const MapRequest& req) {
     if (tids.size() < 2)
         return skip(fmt::format("{} runnable task(s), nothing to map", tids.size()));
     const CommMatrix sub = submatrix(matrix, indices);
-    if (sub.total() == 0) return skip("no communication detected yet");
+    if (sub.total() < config_.min_events) {
+        return skip(fmt::format("{:.0f} communication events so far, mapping.min_events is {}",
+                                 sub.total(), config_.min_events));
+    }
 
     const std::vector<std::uint32_t> allowed = allowed_cpus(tids.front());
     const std::set<std::uint32_t> others = claimed_by_others(id);
@@ -420,6 +435,19 @@ Json Daemon::map_app(AppState& app, const MapRequest& req) {
 
     const Plan plan =
         planner_->plan(sub, current, available, algorithm, config_.min_gain, req.baselines);
+    if (spdlog::should_log(spdlog::level::debug)) {
+        std::vector<std::string> partners;
+        for (std::size_t i = 0; i < sub.size(); ++i) {
+            std::size_t best = i;
+            for (std::size_t j = 0; j < sub.size(); ++j) {
+                if (sub.at(i, j) > (best == i ? 0 : sub.at(i, best))) best = j;
+            }
+            partners.push_back(fmt::format("{}>{}", tids[i], best == i ? 0 : tids[best]));
+        }
+        spdlog::debug("{}: strongest partners {}; cpus {} -> {}, cost {:.0f} -> {:.0f}", label,
+                      fmt::join(partners, " "), fmt::join(current, ","),
+                      fmt::join(plan.target_cpus, ","), plan.cost_before, plan.cost_after);
+    }
     d["cost_before"] = plan.cost_before;
     d["cost_after"] = plan.cost_after;
     d["changed"] = plan.changed;

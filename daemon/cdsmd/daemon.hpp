@@ -62,6 +62,7 @@ class Daemon {
     struct AppState {
         cdsm_app_info info{};
         std::string name;
+        bool named = false;  ///< given by track/a rule; else the root process's command
         AdaptiveInterval interval;
         Clock::time_point due;
         std::map<pid_t, TaskState> tasks;

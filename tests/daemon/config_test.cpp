@@ -27,7 +27,7 @@ TEST(Config, EmptyFileGivesTheDefaults) {
     EXPECT_EQ(c.interval.step_ms, 50u);
     EXPECT_DOUBLE_EQ(c.min_gain, 0.05);
     EXPECT_TRUE(c.rules.empty());
-    EXPECT_TRUE(c.kernel.empty());
+    EXPECT_EQ(c.kernel, (std::map<std::string, std::uint32_t>{{"age_period_ms", 1000}}));
     EXPECT_NE(std::find(c.launchers.begin(), c.launchers.end(), "slurmstepd"), c.launchers.end());
 }
 
@@ -40,6 +40,8 @@ TEST(Config, TheShippedExampleParsesAndEqualsTheDefaults) {
     EXPECT_EQ(c.release_ended_after_ms, d.release_ended_after_ms);
     EXPECT_EQ(c.costs.machine, d.costs.machine);
     EXPECT_EQ(c.idle_cpu, d.idle_cpu);
+    EXPECT_EQ(c.min_events, d.min_events);
+    EXPECT_EQ(c.kernel, d.kernel);
 }
 
 TEST(Config, EverySectionIsRead) {
@@ -78,7 +80,8 @@ min_threads = 8
     EXPECT_EQ(c.release_ended_after_ms, 0u);
     EXPECT_EQ(c.costs.machine, 20u);
     EXPECT_EQ(c.kernel.at("auto_threads"), 4u);
-    EXPECT_EQ(c.kernel.at("rearm_rate_bp"), 0u);  // an explicit 0 is kept
+    EXPECT_EQ(c.kernel.at("rearm_rate_bp"), 0u);    // an explicit 0 is kept
+    EXPECT_EQ(c.kernel.at("age_period_ms"), 1000u);  // defaults not overridden stay
     ASSERT_EQ(c.rules.size(), 2u);
     EXPECT_TRUE(c.rules[0].cgroup_only());
     EXPECT_EQ(c.rules[1].uid, 0u);

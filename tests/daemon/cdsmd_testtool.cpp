@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: GPL-2.0
+// cdsmd-testtool: what the daemon's VM tests need besides the workloads.
+//
+//   cdsmd-testtool request JSON [--socket PATH]
+//       one control-socket request; prints the response (JSON) or "error CODE: message" (exit 1)
+//   cdsmd-testtool placement --truth FILE [--within S] [--max-ratio R]
+//       where the truth file's tasks run now: partners on one package (for pairings), and the
+//       placement's cost on the true matrix within R (default 1.05) times the Scotch mapping of
+//       the true matrix (--max-ratio 0: partners only); with --within, retried until S seconds
+//       after the file was written
+//   cdsmd-testtool selfpin --threads N --pin-after S --cpu C --seconds T --truth FILE
+//       N threads in pairs (i, N-1-i) sharing memory; after S seconds thread 0 binds itself to
+//       CPU C (like a runtime that changes its own affinity) and checks at the end that it is
+//       still there
+#include <fmt/format.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <cdsm/cost.hpp>
+#include <cdsm/mapper.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "cdsm/daemon/protocol.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int request(const std::string& json, const std::string& socket) {
+    try {
+        cdsm::daemon::Client client(cdsm::daemon::socket_path(socket));
+        const auto reply = client.request(cdsm::daemon::parse_line(json));
+        std::printf("%s\n", reply.dump().c_str());
+        return 0;
+    } catch (const cdsm::daemon::ProtocolError& e) {
+        std::printf("error %s: %s\n", e.code().c_str(), e.what());
+        return 1;
+    }
+}
+
+struct Truth {
+    std::vector<pid_t> tids;
+    std::vector<std::set<std::size_t>> partners;  // by task index
+};
+
+Truth read_truth(const std::string& file) {
+    std::ifstream in(file);
+    if (!in) throw std::runtime_error("cannot read " + file);
+    std::vector<std::vector<pid_t>> lines;
+    std::string line;
+    while (std::getline(in, line)) {
+        std::istringstream ls(line);
+        std::vector<pid_t> v;
+        for (pid_t t; ls >> t;) v.push_back(t);
+        if (!v.empty()) lines.push_back(v);
+    }
+    Truth t;
+    std::map<pid_t, std::size_t> index;
+    for (const auto& l : lines) {
+        index[l[0]] = t.tids.size();
+        t.tids.push_back(l[0]);
+    }
+    for (const auto& l : lines) {
+        std::set<std::size_t> p;
+        for (std::size_t k = 1; k < l.size(); ++k) p.insert(index.at(l[k]));
+        t.partners.push_back(p);
+    }
+    return t;
+}
+
+int current_cpu(pid_t tid) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(tid, sizeof set, &set) == 0 && CPU_COUNT(&set) == 1) {
+        for (int c = 0; c < CPU_SETSIZE; ++c) {
+            if (CPU_ISSET(c, &set)) return c;
+        }
+    }
+    return -1;  // not bound to one CPU: no placement to judge
+}
+
+// The package (socket) of an OS CPU, as Linux reports it.
+int package_of(std::uint32_t cpu) {
+    std::ifstream in(
+        fmt::format("/sys/devices/system/cpu/cpu{}/topology/physical_package_id", cpu));
+    int id = -1;
+    in >> id;
+    return id;
+}
+
+// One check; prints what it saw when `verbose`.
+bool placement_ok(const Truth& truth, const cdsm::Topology& topo, const cdsm::Distances& dist,
+                  double max_ratio, bool verbose) {
+    const std::size_t n = truth.tids.size();
+    cdsm::CommMatrix m(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        for (std::size_t j : truth.partners[i]) {
+            if (i < j) m.set(i, j, 100);
+        }
+    }
+    std::vector<cdsm::PuId> pus;
+    std::string where;
+    for (pid_t tid : truth.tids) {
+        const int cpu = current_cpu(tid);
+        where += fmt::format(" {}:{}", tid, cpu);
+        const auto pu = topo.find_os_index(std::uint32_t(cpu));
+        if (cpu < 0 || !pu.has_value()) {
+            if (verbose)
+                std::printf("placement: task %d is not bound to one CPU;%s\n", tid, where.c_str());
+            return false;
+        }
+        pus.push_back(pu.value());
+    }
+    std::size_t apart = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+        for (std::size_t j : truth.partners[i]) {
+            if (i < j &&
+                package_of(topo.pu(pus[i]).os_index) != package_of(topo.pu(pus[j]).os_index))
+                ++apart;
+        }
+    }
+    const double cost = cdsm::mapping_cost(m, cdsm::Placement(pus), dist);
+    const auto best = cdsm::make_mapper("scotch")->map({m, topo, dist, nullptr});
+    const double best_cost = cdsm::mapping_cost(m, best, dist);
+    // Partners must share a package when the pattern allows it: one partner each (pairings).
+    bool pairing = true;
+    for (const auto& p : truth.partners) pairing = pairing && p.size() == 1;
+    const bool ok = (!pairing || apart == 0) && (max_ratio <= 0 || cost <= max_ratio * best_cost);
+    if (verbose) {
+        std::printf(
+            "placement: tid:cpu%s\nplacement: %zu partner pair(s) on different packages, "
+            "cost %.0f, mapper on the true matrix %.0f (ratio %.3f, limit %.2f): %s\n",
+            where.c_str(), apart, cost, best_cost, best_cost > 0 ? cost / best_cost : 0.0,
+            max_ratio, ok ? "ok" : "NOT OK");
+    }
+    return ok;
+}
+
+// Seconds since the file was written: the workloads write their truth once every task runs,
+// so this is how long the tasks have been running, however late this checker started.
+double age_of(const std::string& file) {
+    const auto written = std::filesystem::last_write_time(file);
+    return std::chrono::duration<double>(std::filesystem::file_time_type::clock::now() - written)
+        .count();
+}
+
+int placement(const std::string& file, double within, double max_ratio) {
+    // Started before the workload (a checker started after it would load late on a VM whose
+    // vCPUs the workload keeps busy): wait for the truth file first.
+    for (int i = 0; !std::filesystem::exists(file); ++i) {
+        if (i == 1200) throw std::runtime_error("no truth file " + file + " after 120 s");
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    const cdsm::Topology topo = cdsm::Topology::from_system();
+    const cdsm::Distances dist(topo);
+    const Truth truth = read_truth(file);
+    for (;;) {
+        const double elapsed = age_of(file);
+        if (elapsed <= within && placement_ok(truth, topo, dist, max_ratio, false)) {
+            placement_ok(truth, topo, dist, max_ratio, true);
+            std::printf("placement: ok after %.2f s\n", elapsed);
+            return 0;
+        }
+        if (elapsed >= within) {
+            placement_ok(truth, topo, dist, max_ratio, true);
+            std::printf("placement: still wrong after %.2f s\n", elapsed);
+            return 1;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+}
+
+int selfpin(int threads, double pin_after, int cpu, double seconds, const std::string& truth) {
+    const std::size_t page = std::size_t(sysconf(_SC_PAGESIZE));
+    const std::size_t pairs = std::size_t(threads) / 2;
+    void* mem =
+        mmap(nullptr, pairs * 4 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED) throw std::runtime_error("mmap failed");
+    auto* words = static_cast<std::atomic<std::uint64_t>*>(mem);
+    const std::size_t per_pair = 4 * page / sizeof(std::uint64_t);
+    std::vector<std::atomic<pid_t>> tids(threads);
+    std::atomic<int> ready{0};
+    std::atomic<bool> pinned_ok{true};
+    const auto start = Clock::now();
+    const auto end = start + std::chrono::duration<double>(seconds);
+    auto body = [&](int i) {
+        tids[i] = pid_t(syscall(SYS_gettid));
+        ++ready;
+        const std::size_t pair = std::size_t(std::min(i, threads - 1 - i));
+        std::atomic<std::uint64_t>* mine = words + pair * per_pair;
+        bool pinned = false;
+        while (Clock::now() < end) {
+            for (std::size_t w = 0; w < per_pair; w += 32) mine[w].fetch_add(1);
+            if (i == 0 && !pinned &&
+                Clock::now() >= start + std::chrono::duration<double>(pin_after)) {
+                cpu_set_t set;
+                CPU_ZERO(&set);
+                CPU_SET(cpu, &set);
+                if (sched_setaffinity(0, sizeof set, &set) != 0) throw std::runtime_error("pin");
+                pinned = true;
+                std::printf("selfpin: thread %d bound itself to CPU %d\n", int(tids[0]), cpu);
+                std::fflush(stdout);
+            }
+        }
+        if (i == 0 && current_cpu(0) != cpu) pinned_ok = false;
+    };
+    std::vector<std::thread> pool;
+    for (int i = 1; i < threads; ++i) pool.emplace_back(body, i);
+    while (ready < threads - 1) std::this_thread::yield();
+    tids[0] = pid_t(syscall(SYS_gettid));
+    {
+        std::ofstream out(truth + ".tmp");
+        for (int i = 0; i < threads; ++i) out << tids[i] << " " << tids[threads - 1 - i] << "\n";
+    }
+    std::rename((truth + ".tmp").c_str(), truth.c_str());
+    body(0);
+    for (auto& t : pool) t.join();
+    std::printf("selfpin: %s\n",
+                pinned_ok ? "thread 0 kept its own binding" : "FAILED: thread 0 was moved");
+    return pinned_ok ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    CLI::App app{"cdsmd's VM-test helper", "cdsmd-testtool"};
+    app.require_subcommand(1);
+    std::string json, socket, truth;
+    double within = 0, ratio = 1.05, pin_after = 3, seconds = 10;
+    int threads = 4, cpu = 0;
+    auto* req = app.add_subcommand("request", "one control-socket request");
+    req->add_option("json", json)->required();
+    req->add_option("--socket", socket);
+    auto* pl = app.add_subcommand("placement", "check where a truth file's tasks run");
+    pl->add_option("--truth", truth)->required();
+    pl->add_option("--within", within);
+    pl->add_option("--max-ratio", ratio);
+    auto* sp = app.add_subcommand("selfpin", "threads in pairs; thread 0 binds itself later");
+    sp->add_option("--threads", threads)->check(CLI::Range(2, 64));
+    sp->add_option("--pin-after", pin_after);
+    sp->add_option("--cpu", cpu);
+    sp->add_option("--seconds", seconds);
+    sp->add_option("--truth", truth)->required();
+    CLI11_PARSE(app, argc, argv);
+    try {
+        if (*req) return request(json, socket);
+        if (*pl) return placement(truth, within, ratio);
+        return selfpin(threads, pin_after, cpu, seconds, truth);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "cdsmd-testtool: %s\n", e.what());
+        return 1;
+    }
+}

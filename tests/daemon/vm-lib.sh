@@ -1,0 +1,110 @@
+# SPDX-License-Identifier: GPL-2.0
+# Helpers for cdsmd's VM tests (sourced; runs inside tests/vm/run).
+set -euo pipefail
+: "${CDSM_KO:?run inside tests/vm/run}"
+bin=${CDSM_BUILD_DIR:?}
+cdsmd=$bin/daemon/cdsmd/cdsmd
+tool=$bin/tests/daemon/cdsmd-testtool
+q=$bin/tests/kmod/cdsm-query
+wl=$bin/tests/workloads
+test_name=$(basename "$0")
+work=$(mktemp -d)
+log=$work/cdsmd.log
+config=$work/cdsmd.toml
+export CDSM_SOCKET=/run/cdsm/cdsmd.sock
+
+fail() {
+	echo "$test_name: FAIL: $*" >&2
+	echo "--- cdsmd log" >&2
+	cat "$log" >&2 || true
+	exit 1
+}
+note() { echo "$test_name: $*"; }
+
+# Waits up to $2 seconds (default 20) for file $1 to be non-empty.
+wait_file() {
+	local deadline=$((SECONDS + ${2:-20}))
+	until [[ -s $1 ]]; do
+		((SECONDS < deadline)) || fail "timed out waiting for $1"
+		sleep 0.1
+	done
+}
+
+# Loads the module (re-arming fast enough for the VM's slow clock: detection tests use 20 %/s)
+# and writes the test configuration; extra lines for [mapping] in $1.
+setup() {
+	sysctl -qw kernel.numa_balancing=1
+	insmod "$CDSM_KO" rearm_rate_bp=2000
+	cat >"$config" <<-EOT
+		[daemon]
+		state_file = "/run/cdsm/state.json"
+		log_level = "debug"
+		[mapping]
+		release_ended_after_ms = 1000
+		${1:-}
+	EOT
+}
+
+# Starts cdsmd in the foreground at real-time priority (under TCG all vCPUs share one host core
+# and the workloads keep every vCPU busy; a starved daemon would look seconds late) and waits
+# for its socket. Sets $daemon.
+start_cdsmd() {
+	chrt -f 20 "$cdsmd" --foreground --config "$config" "$@" 2>>"$log" &
+	daemon=$!
+	local deadline=$((SECONDS + 20))
+	until "$tool" request '{"cmd":"ping"}' >/dev/null 2>&1; do
+		((SECONDS < deadline)) || fail "cdsmd did not answer on its socket"
+		kill -0 "$daemon" 2>/dev/null || fail "cdsmd died at start"
+		sleep 0.1
+	done
+}
+
+# Starts "cdsmd-testtool placement --truth $1 --within $2 [more]" in the background before the
+# workload (it waits for the truth file), at real-time priority; sets $checker.
+check_placement() {
+	local truth=$1 within=$2
+	shift 2
+	chrt -f 30 "$tool" placement --truth "$truth" --within "$within" "$@" &
+	checker=$!
+}
+
+# One control request as root; prints the response.
+req() { "$tool" request "$1"; }
+# A field of a JSON document on stdin, by jq filter.
+field() { jq -r "$1"; }
+
+# Runs "$@" tracked from its first instruction in the background; sets $app and $pid.
+run_tracked() {
+	local f
+	f=$(mktemp -u)
+	"$q" exec --app-file "$f" -- "$@" &
+	pid=$!
+	wait_file "$f"
+	app=$(cat "$f")
+}
+
+# The OS CPU list of task $1's affinity.
+affinity() { awk '/^Cpus_allowed_list/ { print $2 }' "/proc/$1/status"; }
+
+# Checks the log has a line matching $1.
+logged() { grep -qE "$1" "$log" || fail "the log has no line matching '$1'"; }
+
+# Checks the kernel kept nothing: the module's list is empty within $1 seconds.
+module_empty_within() {
+	local deadline=$((SECONDS + $1))
+	until [[ -z $("$q" list) ]]; do
+		((SECONDS < deadline)) || fail "the module still lists: $("$q" list)"
+		sleep 0.2
+	done
+}
+
+finish() {
+	kill -TERM "$daemon"
+	wait "$daemon" || fail "cdsmd did not exit cleanly on SIGTERM"
+	logged "signal Terminated: stopping"
+	[[ ! -e $CDSM_SOCKET ]] || fail "the socket was left behind"
+	rmmod cdsm
+	grep -E " (info|warning|error|critical): " "$log" || true
+	if grep -qE " (error|critical): " "$log"; then fail "cdsmd logged errors"; fi
+	note "ok"
+}
