@@ -52,7 +52,7 @@ struct Config {
     double min_gain = 0.05;
     /// Do not map before the tasks to place exchanged this many events: placements drawn from
     /// a handful of faults are noise and would migrate for nothing.
-    std::uint32_t min_events = 50;
+    std::uint32_t min_events = 20;
     IntervalConfig interval;
     double idle_cpu = 0.10;  ///< a task using less of one CPU than this is idle
     std::vector<std::string> launchers = {"mpirun", "mpiexec",        "orterun", "orted",

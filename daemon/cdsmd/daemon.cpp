@@ -194,7 +194,9 @@ Daemon::AppState& Daemon::adopt(const cdsm_app_info& info, const std::string& na
                 cpu.get<std::uint32_t>();
         }
         for (const Json& tid : j["foreign"]) {
-            app.tasks.try_emplace(tid.get<pid_t>(), new_task()).first->second.foreign = true;
+            TaskState& t = app.tasks.try_emplace(tid.get<pid_t>(), new_task()).first->second;
+            t.foreign = true;
+            t.role = TaskRole::kForeign;
         }
         for (const Json& h : j["history"]) app.history.push_back(h);
         spdlog::info("{}: picked up from the previous run ({} task bindings)",
@@ -409,7 +411,7 @@ Json Daemon::map_app(AppState& app, const MapRequest& req) {
     const CommMatrix sub = submatrix(matrix, indices);
     if (sub.total() < config_.min_events) {
         return skip(fmt::format("{:.0f} communication events so far, mapping.min_events is {}",
-                                 sub.total(), config_.min_events));
+                                sub.total(), config_.min_events));
     }
 
     const std::vector<std::uint32_t> allowed = allowed_cpus(tids.front());

@@ -68,6 +68,13 @@ Plan Planner::plan(const CommMatrix& matrix, const std::vector<std::uint32_t>& c
     for (std::size_t i = 0; i < current_cpus.size(); ++i) {
         plan.moved += plan.target_cpus[i] != current_cpus[i];
     }
+    // The Remapper judges on the sub-topology; the machine's distances decide here too, so that
+    // no migration is made for a gain below min_gain (a task left alone can shift the set).
+    if (inside && plan.moved > 0 && plan.cost_after > (1 - min_gain) * plan.cost_before) {
+        plan.target_cpus = current_cpus;
+        plan.cost_after = plan.cost_before;
+        plan.moved = 0;
+    }
     plan.changed = plan.moved > 0;
     if (with_baselines) {
         for (const char* name : {"scotch", "compact", "scatter", "random"}) {

@@ -10,8 +10,8 @@
 //       after the file was written
 //   cdsmd-testtool selfpin --threads N --pin-after S --cpu C --seconds T --truth FILE
 //       N threads in pairs (i, N-1-i) sharing memory; after S seconds thread 0 binds itself to
-//       CPU C (like a runtime that changes its own affinity) and checks at the end that it is
-//       still there
+//       CPU C (-1: two CPUs after its current one), like a runtime that changes its own
+//       affinity, and checks at the end that it is still there
 #include <fmt/format.h>
 #include <pthread.h>
 #include <sched.h>
@@ -186,11 +186,11 @@ int placement(const std::string& file, double within, double max_ratio) {
 int selfpin(int threads, double pin_after, int cpu, double seconds, const std::string& truth) {
     const std::size_t page = std::size_t(sysconf(_SC_PAGESIZE));
     const std::size_t pairs = std::size_t(threads) / 2;
-    void* mem =
-        mmap(nullptr, pairs * 4 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void* mem = mmap(nullptr, pairs * 32 * page, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (mem == MAP_FAILED) throw std::runtime_error("mmap failed");
     auto* words = static_cast<std::atomic<std::uint64_t>*>(mem);
-    const std::size_t per_pair = 4 * page / sizeof(std::uint64_t);
+    const std::size_t per_pair = 32 * page / sizeof(std::uint64_t);
     std::vector<std::atomic<pid_t>> tids(threads);
     std::atomic<int> ready{0};
     std::atomic<bool> pinned_ok{true};
@@ -206,6 +206,11 @@ int selfpin(int threads, double pin_after, int cpu, double seconds, const std::s
             for (std::size_t w = 0; w < per_pair; w += 32) mine[w].fetch_add(1);
             if (i == 0 && !pinned &&
                 Clock::now() >= start + std::chrono::duration<double>(pin_after)) {
+                // --cpu -1: a CPU of another core than the one cdsmd gave it.
+                if (cpu < 0) {
+                    const int n = int(std::thread::hardware_concurrency());
+                    cpu = (std::max(current_cpu(0), 0) + 2) % n;
+                }
                 cpu_set_t set;
                 CPU_ZERO(&set);
                 CPU_SET(cpu, &set);

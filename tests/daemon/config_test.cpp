@@ -80,7 +80,7 @@ min_threads = 8
     EXPECT_EQ(c.release_ended_after_ms, 0u);
     EXPECT_EQ(c.costs.machine, 20u);
     EXPECT_EQ(c.kernel.at("auto_threads"), 4u);
-    EXPECT_EQ(c.kernel.at("rearm_rate_bp"), 0u);    // an explicit 0 is kept
+    EXPECT_EQ(c.kernel.at("rearm_rate_bp"), 0u);     // an explicit 0 is kept
     EXPECT_EQ(c.kernel.at("age_period_ms"), 1000u);  // defaults not overridden stay
     ASSERT_EQ(c.rules.size(), 2u);
     EXPECT_TRUE(c.rules[0].cgroup_only());
