@@ -92,7 +92,7 @@ Json Daemon::tasks_json(AppState& app) {
         const auto mask = exited ? std::nullopt : procfs::affinity(t.tid);
         if (!exited) check_environment(app, t.tgid);
         const auto env = app.env_by_tgid.find(t.tgid);
-        const auto rank = env == app.env_by_tgid.end() ? std::nullopt : mpi_rank(env->second);
+        const auto rank = env == app.env_by_tgid.end() ? std::nullopt : mpi_rank(env->second.vars);
         const auto st = app.tasks.find(t.tid);
         Json j = {{"index", t.index},
                   {"tid", t.tid},

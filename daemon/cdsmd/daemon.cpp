@@ -292,7 +292,13 @@ void Daemon::release_ended() {
 // ---- mapping --------------------------------------------------------------------------------
 
 void Daemon::check_environment(AppState& app, pid_t tgid) {
-    if (app.env_by_tgid.count(tgid)) return;
+    // An exec replaces the environment (a launcher's child becomes an MPI rank): read it again
+    // when the process's command changed.
+    const std::string comm = procfs::comm(tgid).value_or("");
+    if (auto it = app.env_by_tgid.find(tgid); it != app.env_by_tgid.end()) {
+        if (it->second.comm == comm) return;
+        app.env_by_tgid.erase(it);
+    }
     auto env = procfs::environ(tgid, environment_names());
     if (!env) {
         spdlog::debug("{}: cannot read /proc/{}/environ (CDSM_DISABLE and ranks unknown)",
@@ -304,7 +310,7 @@ void Daemon::check_environment(AppState& app, pid_t tgid) {
         spdlog::info("{}: opts out (CDSM_DISABLE in the environment of process {}); not placing it",
                      app_label(app.info, app.name), tgid);
     }
-    app.env_by_tgid.emplace(tgid, std::move(*env));
+    app.env_by_tgid.emplace(tgid, ProcessEnv{comm, std::move(*env)});
 }
 
 std::vector<std::uint32_t> Daemon::allowed_cpus(pid_t tid) const {

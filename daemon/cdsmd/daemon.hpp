@@ -59,6 +59,12 @@ class Daemon {
     };
     static TaskState new_task();
 
+    /// What cdsmd read from a process's environment, and the command it ran then.
+    struct ProcessEnv {
+        std::string comm;
+        std::map<std::string, std::string> vars;
+    };
+
     struct AppState {
         cdsm_app_info info{};
         std::string name;
@@ -66,7 +72,7 @@ class Daemon {
         AdaptiveInterval interval;
         Clock::time_point due;
         std::map<pid_t, TaskState> tasks;
-        std::map<pid_t, std::map<std::string, std::string>> env_by_tgid;
+        std::map<pid_t, ProcessEnv> env_by_tgid;
         bool opted_out = false;
         std::vector<std::uint32_t> claimed;  ///< OS CPUs its placed tasks hold
         std::optional<Clock::time_point> ended_at;
