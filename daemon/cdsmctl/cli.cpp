@@ -31,7 +31,7 @@ Through cdsmd (socket: --socket, $CDSM_SOCKET, or /run/cdsm/cdsmd.sock):
 See cdsmctl(1); JSON outputs are described in JSON.md.)";
 
 struct Options {
-    std::string socket = kDefaultSocket;
+    std::string socket{cdsm::daemon::kDefaultSocketPath};
     bool json = false;
     std::string app;
     ShowOptions show;
@@ -174,7 +174,7 @@ int main(int argc, char** argv) {
     app.fallthrough();
     Options o;
     app.add_option("--socket", o.socket, "cdsmd's control socket")
-        ->envname("CDSM_SOCKET")
+        ->envname(cdsm::daemon::kSocketEnv)
         ->capture_default_str();
     app.set_version_flag("--version", std::string(cdsm::version()));
 

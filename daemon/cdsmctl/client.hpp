@@ -1,52 +1,28 @@
 // SPDX-License-Identifier: GPL-2.0
-// The client side of cdsmd's control socket (daemon/PROTOCOL.md): one JSON object per line,
-// request then reply, several requests per connection.
+// cdsmctl's connection to cdsmd: the shared protocol client (daemon/common), opened at the
+// first request so that offline subcommands never touch the socket.
 #pragma once
 
 #include <nlohmann/json.hpp>
-#include <stdexcept>
+#include <optional>
 #include <string>
+
+#include "cdsm/daemon/protocol.hpp"
 
 namespace cdsmctl {
 
-/// Where cdsmd listens unless --socket or $CDSM_SOCKET say otherwise.
-inline constexpr const char* kDefaultSocket = "/run/cdsm/cdsmd.sock";
-
-/// cdsmd answered {"ok": false, "error": ..., "code": ...}.
-class DaemonError : public std::runtime_error {
-  public:
-    DaemonError(const std::string& message, std::string code)
-        : std::runtime_error(message), code_(std::move(code)) {}
-    /// "ENOENT", "EPERM", "EINVAL", "EIO", ...
-    const std::string& code() const noexcept { return code_; }
-
-  private:
-    std::string code_;
-};
-
 class DaemonClient {
   public:
-    /// Connects at the first request.
-    explicit DaemonClient(std::string socket_path);
-    ~DaemonClient();
-    DaemonClient(const DaemonClient&) = delete;
-    DaemonClient& operator=(const DaemonClient&) = delete;
+    explicit DaemonClient(std::string socket_path) : path_(std::move(socket_path)) {}
 
-    /// Sends one request and returns the reply without its "ok" member. Throws cdsm::Error
-    /// when cdsmd cannot be reached or replies with something that is not protocol
-    /// ("cannot connect to cdsmd at PATH: ... (is cdsmd running?)"), DaemonError when it
-    /// refuses the request.
+    /// Sends one request and returns the reply's members. Throws cdsm::daemon::ProtocolError:
+    /// "cannot connect to cdsmd at PATH: ... (is cdsmd running?)", cdsmd's own one-line refusal,
+    /// or a broken reply named as coming from cdsmd at PATH.
     nlohmann::json request(const nlohmann::json& request);
 
-    const std::string& socket_path() const noexcept { return path_; }
-
   private:
-    void connect();
-    std::string read_line();
-
     std::string path_;
-    int fd_ = -1;
-    std::string buffer_;
+    std::optional<cdsm::daemon::Client> client_;
 };
 
 }  // namespace cdsmctl

@@ -213,24 +213,32 @@ nlohmann::json topology_json(const cdsm::Topology& topology, const cdsm::Distanc
                           {"arity_max", hi},
                           {"cost", distances.level_cost(level)}});
     }
-    nlohmann::json pus = nlohmann::json::array();
-    for (cdsm::PuId id = 0; id < topology.pu_count(); ++id)
+    nlohmann::json pus = nlohmann::json::array(), table = nlohmann::json::array();
+    for (cdsm::PuId id = 0; id < topology.pu_count(); ++id) {
         pus.push_back({{"id", id},
                        {"logical_index", topology.pu(id).logical_index},
                        {"os_index", topology.pu(id).os_index}});
+        nlohmann::json row = nlohmann::json::array();
+        for (cdsm::PuId other = 0; other < topology.pu_count(); ++other)
+            row.push_back(distances(id, other));
+        table.push_back(std::move(row));
+    }
     return {{"source", topology.source()},          {"summary", topology.describe()},
             {"symmetric", topology.is_symmetric()}, {"pu_count", topology.pu_count()},
-            {"levels", std::move(levels)},          {"pus", std::move(pus)}};
+            {"levels", std::move(levels)},          {"pus", std::move(pus)},
+            {"distances", std::move(table)}};
 }
 
 void print_topology(const nlohmann::json& t, std::ostream& out) {
+    // cdsmd's reply has no depth, arities or symmetry: what is absent is derived or shown as "-".
     out << fmt::format("{}: {} ({} PUs{})\n", cell(field(t, "source")), cell(field(t, "summary")),
-                       cell(field(t, "pu_count")),
+                       field(t, "pus").size(),
                        field(t, "symmetric") == false ? ", asymmetric" : "");
     Table levels({"depth", "kind", "nodes", "arity", "cost"});
+    std::size_t depth = 0;
     for (const auto& l : field(t, "levels")) {
         const auto lo = field(l, "arity_min"), hi = field(l, "arity_max");
-        levels.add({cell(field(l, "depth")), cell(field(l, "kind")), cell(field(l, "nodes")),
+        levels.add({std::to_string(depth++), cell(field(l, "kind")), cell(field(l, "nodes")),
                     lo == hi ? cell(lo) : cell(lo) + "-" + cell(hi), cell(field(l, "cost"))});
     }
     levels.print(out);

@@ -70,18 +70,14 @@ json solver_daemon(const json& request) {
     if (cmd == "stats")
         return {{"kernel", {{"faults", 42}, {"status", {{"rearm_available", true}}}}},
                 {"daemon", {{"uptime_s", 12}, {"apps", 1}}}};
-    if (cmd == "topology")
+    if (cmd == "topology")  // as cdsmd's Daemon::topology_json() sends it
         return {{"source", "this machine"},
-                {"summary", "Machine:2 Core:2 PU"},
-                {"pu_count", 4},
-                {"symmetric", true},
-                {"levels", json::array({{{"depth", 0},
-                                         {"kind", "Machine"},
-                                         {"nodes", 1},
-                                         {"arity_min", 2},
-                                         {"arity_max", 2},
-                                         {"cost", 10}}})},
-                {"pus", json::array({{{"id", 0}, {"logical_index", 0}, {"os_index", 0}}})}};
+                {"summary", "Machine:2 PU"},
+                {"levels", json::array({{{"kind", "Machine"}, {"nodes", 1}, {"cost", 10}},
+                                        {{"kind", "PU"}, {"nodes", 2}, {"cost", 0}}})},
+                {"pus", json::array({{{"id", 0}, {"os_index", 0}, {"logical_index", 0}},
+                                     {{"id", 1}, {"os_index", 4}, {"logical_index", 1}}})},
+                {"distances", {{0, 10}, {10, 0}}}};
     if (cmd == "track") return {{"app_id", 8}};
     if (cmd == "untrack") return json::object();
     return refusal("unknown command '" + cmd + "'", "EINVAL");
@@ -196,7 +192,8 @@ TEST(Daemon, StatsAndTopology) {
 
     const Result t = ask(daemon, {"topology"});
     ASSERT_EQ(t.status, 0) << t.err;
-    EXPECT_NE(t.out.find("this machine: Machine:2 Core:2 PU (4 PUs)"), std::string::npos) << t.out;
+    EXPECT_NE(t.out.find("this machine: Machine:2 PU (2 PUs)"), std::string::npos) << t.out;
+    EXPECT_NE(t.out.find("logical order: 0 4\n"), std::string::npos) << t.out;
 }
 
 TEST(Daemon, TrackAndUntrack) {
@@ -231,7 +228,8 @@ TEST(Daemon, BrokenRepliesAreReported) {
     FakeCdsmd garbage([](const json&) { return json{{"_raw", "hello\n"}}; });
     const Result g = ask(garbage, {"list"});
     EXPECT_EQ(g.status, 1);
-    EXPECT_NE(g.err.find("not protocol"), std::string::npos) << g.err;
+    EXPECT_NE(g.err.find("cdsmd at " + garbage.path() + " sent a broken reply"), std::string::npos)
+        << g.err;
     EXPECT_TRUE(one_line(g.err)) << g.err;
 
     FakeCdsmd closing([](const json&) { return json{{"_close", true}}; });

@@ -154,8 +154,12 @@ TEST(Topology, OfflineDescribesLevelsPusAndCosts) {
         EXPECT_EQ(json["levels"][l].at("cost"), distances.level_cost(l));
     }
     ASSERT_EQ(json.at("pus").size(), topology.pu_count());
-    for (cdsm::PuId id = 0; id < topology.pu_count(); ++id)
+    ASSERT_EQ(json.at("distances").size(), topology.pu_count());
+    for (cdsm::PuId id = 0; id < topology.pu_count(); ++id) {
         EXPECT_EQ(json["pus"][id].at("os_index"), topology.pu(id).os_index);
+        for (cdsm::PuId other = 0; other < topology.pu_count(); ++other)
+            EXPECT_EQ(json["distances"][id][other], distances(id, other));
+    }
 
     const Result text = cdsmctl({"topology", "--topology", "pack:2 core:3 pu:2"});
     ASSERT_EQ(text.status, 0) << text.err;
