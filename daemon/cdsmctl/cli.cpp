@@ -28,7 +28,7 @@ Offline, without a kernel or a daemon:
 Through cdsmd (socket: --socket, $CDSM_SOCKET, or /run/cdsm/cdsmd.sock):
   cdsmctl run --name lulesh -- mpirun -np 8 ./lulesh
   cdsmctl show lulesh --by rank
-See cdsmctl(1); JSON outputs are described in JSON.md.)";
+See cdsmctl(1); JSON outputs: /usr/share/doc/cdsm/cdsmctl-json.md.)";
 
 struct Options {
     std::string socket{cdsm::daemon::kDefaultSocketPath};
@@ -90,7 +90,8 @@ void add_map(CLI::App& app, Options& o) {
     map->add_option("--seed", o.map.seed, "Seed of the random baseline")->capture_default_str();
     map->add_flag("-n,--dry-run", o.map.dry_run,
                   "Through cdsmd: compute and report, but do not migrate");
-    map->add_flag("--json", o.map.json, "Print JSON (see JSON.md)");
+    map->add_flag("--json", o.map.json,
+                  "Print JSON (stable fields: /usr/share/doc/cdsm/cdsmctl-json.md)");
 }
 
 void add_tracking(CLI::App& app, Options& o) {
@@ -109,7 +110,8 @@ void add_tracking(CLI::App& app, Options& o) {
         track->add_option("--cgroup", o.track.cgroup, "cgroup v2 path, e.g. a Slurm job's");
     pid->excludes(cgroup);
     track->add_option("--name", o.track.name, "Name of the application");
-    track->add_flag("--json", o.track.json, "Print JSON (see JSON.md)");
+    track->add_flag("--json", o.track.json,
+                    "Print JSON (stable fields: /usr/share/doc/cdsm/cdsmctl-json.md)");
 
     auto* untrack = app.add_subcommand("untrack", "Stop tracking an application");
     untrack->add_option("APP", o.app, "Application id or name")->required();
@@ -179,21 +181,25 @@ int main(int argc, char** argv) {
     app.set_version_flag("--version", std::string(cdsm::version()));
 
     auto* list = app.add_subcommand("list", "List the applications cdsmd tracks");
-    list->add_flag("--json", o.json, "Print JSON (see JSON.md)");
+    list->add_flag("--json", o.json,
+                   "Print JSON (stable fields: /usr/share/doc/cdsm/cdsmctl-json.md)");
     auto* tasks = app.add_subcommand(
         "tasks", "List an application's tasks: index, tid, pid, MPI rank, command, CPU, affinity");
     tasks->add_option("APP", o.app, "Application id or name")->required();
-    tasks->add_flag("--json", o.json, "Print JSON (see JSON.md)");
+    tasks->add_flag("--json", o.json,
+                    "Print JSON (stable fields: /usr/share/doc/cdsm/cdsmctl-json.md)");
     add_show(app, o);
     add_map(app, o);
     add_tracking(app, o);
     auto* stats = app.add_subcommand("stats", "Show the kernel module's and cdsmd's counters");
-    stats->add_flag("--json", o.json, "Print JSON (see JSON.md)");
+    stats->add_flag("--json", o.json,
+                    "Print JSON (stable fields: /usr/share/doc/cdsm/cdsmctl-json.md)");
     auto* topology = app.add_subcommand(
         "topology", "Show the machine's hierarchy as cdsmd sees it, or offline a described one");
     topology->add_option("--topology", o.topology,
                          "Offline: an hwloc XML file or a synthetic description");
-    topology->add_flag("--json", o.json, "Print JSON (see JSON.md)");
+    topology->add_flag("--json", o.json,
+                       "Print JSON (stable fields: /usr/share/doc/cdsm/cdsmctl-json.md)");
     app.footer(kFooter);  // after the subcommands, which would inherit it
 
     try {

@@ -51,7 +51,7 @@ LabelledMatrix from_task_matrix(cdsm::TaskMatrix file, Axis by, std::string titl
 std::string matrix_csv(const LabelledMatrix& m);
 
 /// `show --format json`: {"matrix","tasks"} as libcdsm reads them, plus "dim", "by", "labels",
-/// "title" and, from cdsmd, "task_info" (JSON.md).
+/// "title" and, from cdsmd, "task_info" (JSON.md, installed as cdsmctl-json.md).
 nlohmann::json matrix_json(const LabelledMatrix& m);
 
 /// `show --format table`: the counts with row and column labels.
