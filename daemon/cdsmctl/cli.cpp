@@ -101,8 +101,9 @@ void add_tracking(CLI::App& app, Options& o) {
         "was killed)");
     run->add_option("--name", o.run.name, "Name of the application (default: the command's)");
     run->add_flag("-v,--verbose", o.run.verbose, "Say which application id it got, on stderr");
-    run->add_option("COMMAND", o.run.command, "The command and its arguments, after '--'")
-        ->required();
+    run->footer(
+        "COMMAND [ARG...] follows run's options, after an optional '--'; its words are "
+        "never read as cdsmctl's.\n");
 
     auto* track = app.add_subcommand("track", "Track a running process tree or a cgroup");
     auto* pid = track->add_option("--pid", o.track.pid, "Process id (its threads and children)");
@@ -115,6 +116,29 @@ void add_tracking(CLI::App& app, Options& o) {
 
     auto* untrack = app.add_subcommand("untrack", "Stop tracking an application");
     untrack->add_option("APP", o.app, "Application id or name")->required();
+}
+
+// Takes the command of "cdsmctl [--socket P] run [run's options] [--] COMMAND [ARG...]" out of
+// the arguments, so that its words (which may look like options) never reach the parser.
+std::vector<std::string> take_run_command(std::vector<const char*>& args) {
+    std::size_t i = 1;
+    while (i < args.size() && args[i][0] == '-')
+        i += std::string_view(args[i]) == "--socket" ? 2 : 1;
+    if (i >= args.size() || std::string_view(args[i]) != "run") return {};
+    for (++i; i < args.size(); ++i) {
+        const std::string_view arg = args[i];
+        if (arg == "--name") {
+            ++i;
+            continue;
+        }
+        if (arg == "--" || arg.empty() || arg[0] != '-') break;
+    }
+    if (i >= args.size()) return {};
+    std::vector<std::string> command(
+        args.begin() + static_cast<std::ptrdiff_t>(i) + (std::string_view(args[i]) == "--" ? 1 : 0),
+        args.end());
+    args.resize(i);
+    return command;
 }
 
 CLI::App* subcommand(CLI::App& app) {
@@ -202,8 +226,10 @@ int main(int argc, char** argv) {
                        "Print JSON (stable fields: /usr/share/doc/cdsm/cdsmctl-json.md)");
     app.footer(kFooter);  // after the subcommands, which would inherit it
 
+    std::vector<const char*> args(argv, argv + argc);
+    o.run.command = take_run_command(args);
     try {
-        app.parse(argc, argv);
+        app.parse(static_cast<int>(args.size()), args.data());
     } catch (const CLI::CallForHelp&) {
         std::cout << app.help();
         return 0;

@@ -52,7 +52,8 @@ int wait_status(pid_t child) {
 }  // namespace
 
 int run_tracked(DaemonClient& client, const RunOptions& options) {
-    if (options.command.empty()) throw UsageError("run: no command given (cdsmctl run -- CMD ...)");
+    if (options.command.empty())
+        throw UsageError("run: no COMMAND given (cdsmctl run [--name N] [--] COMMAND [ARG...])");
     int go[2];
     if (pipe2(go, O_CLOEXEC) != 0) throw cdsm::Error("pipe()", std::strerror(errno));
     std::fflush(nullptr);

@@ -279,6 +279,18 @@ TEST(Run, NamesTheApplicationAfterTheCommandAndPassesItsOutput) {
     EXPECT_EQ(daemon.requests().at(0).at("name"), "echo");
 }
 
+TEST(Run, WordsOfTheCommandAreNeverCdsmctlsOptions) {
+    FakeCdsmd daemon(solver_daemon);
+    const Result bare = ask(daemon, {"run", "printf", "[%s]", "-v", "--name", "--"});
+    EXPECT_EQ(bare.status, 0) << bare.err;
+    EXPECT_EQ(bare.out, "[-v][--name][--]");
+    EXPECT_EQ(bare.err, "");
+    const Result dashed = ask(daemon, {"run", "--name", "p", "--", "printf", "[%s]", "--", "x"});
+    EXPECT_EQ(dashed.status, 0) << dashed.err;
+    EXPECT_EQ(dashed.out, "[--][x]");
+    EXPECT_EQ(daemon.requests().back().at("name"), "p");
+}
+
 TEST(Run, KilledCommandGives128PlusSignal) {
     FakeCdsmd daemon(solver_daemon);
     const Result r = ask(daemon, {"run", "--", "sh", "-c", "kill -TERM $$"});
