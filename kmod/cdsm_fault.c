@@ -4,8 +4,9 @@
  * page fault, hinting faults of NUMA balancing included:
  *
  * - at entry, it skips (no return probe armed) unless the current task is
- *   tracked and the fault is on its own mm (GUP on another process comes
- *   through here too); it notes whether the PTE is PROT_NONE, i.e. a
+ *   tracked, the fault is on its own mm (GUP on another process comes
+ *   through here too) and the memory can carry communication (see
+ *   cdsm_vma_recorded()); it notes whether the PTE is PROT_NONE, i.e. a
  *   hinting fault;
  * - at return, if the fault succeeded, it finds the PFN with a lockless
  *   page-table walk (interrupts off, as GUP-fast does: page tables are not
@@ -46,23 +47,35 @@ static struct cdsm_ring **cdsm_rings;
  * struct cdsm_fault_data - kretprobe instance data, entry to return.
  * @address:	the faulting user address.
  * @hint_pfn:	PFN under a PROT_NONE entry at entry (hinting fault), else 0.
+ * @entry_pfn:	PFN mapped at entry, if @page_shift.
  * @sharer:	the tracked task.
  * @page_shift:	log2 of the page size mapped at entry, 0 if none.
- * @fresh:	nothing was mapped at entry in private anonymous memory.
+ * @private:	a private mapping: a frame it gets at this fault is new to it.
+ * @file_private: a private file mapping: only its copied-on-write pages
+ *		are recorded, not the file's pages it maps until written.
  */
 struct cdsm_fault_data {
 	unsigned long address;
 	unsigned long hint_pfn;
+	unsigned long entry_pfn;
 	u32 sharer;
 	u8 page_shift;
-	bool fresh;
+	bool private;
+	bool file_private;
 };
 
 /*
- * Finds the PTE (or huge PMD/PUD) mapping @addr; returns log2 of the page
- * size, 0 if nothing is mapped. Context: interrupts off, so that the page
- * tables cannot be freed under the walk.
+ * Whether faults on @vma can be recorded: only memory through which tasks
+ * can communicate, never code (every process running a program or library
+ * reads the same page-cache pages there, which would pair all of them),
+ * device or PFN mappings. Private file mappings are checked again at
+ * return (cdsm_fault_return()).
  */
+static bool cdsm_vma_recorded(const struct vm_area_struct *vma)
+{
+	return !(vma->vm_flags & (VM_EXEC | VM_IO | VM_PFNMAP | VM_MIXEDMAP));
+}
+
 static unsigned int cdsm_walk(struct mm_struct *mm, unsigned long addr,
 			      unsigned long *pfn, bool *protnone)
 {
@@ -128,12 +141,11 @@ static int cdsm_fault_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 	struct vm_area_struct *vma = (void *)regs_get_kernel_argument(regs, 0);
 	struct cdsm_fault_data *d = (void *)ri->data;
 	struct cdsm_task *t;
-	unsigned long pfn;
 	bool protnone;
 
 	cdsm_stat_add(CDSM_STAT_FAULTS, 1);
 	if (!atomic_read(&cdsm_nr_live_tasks) || !current->mm ||
-	    vma->vm_mm != current->mm)
+	    vma->vm_mm != current->mm || !cdsm_vma_recorded(vma))
 		return 1;
 	rcu_read_lock();
 	t = cdsm_task_lookup(current);
@@ -143,11 +155,12 @@ static int cdsm_fault_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 		return 1;
 	d->address = regs_get_kernel_argument(regs, 1);
 	d->hint_pfn = 0;
-	d->page_shift = cdsm_lookup_pfn(d->address, &pfn, &protnone);
-	d->fresh = !d->page_shift && vma_is_anonymous(vma) && !(vma->vm_flags & VM_SHARED);
+	d->page_shift = cdsm_lookup_pfn(d->address, &d->entry_pfn, &protnone);
+	d->private = !(vma->vm_flags & VM_MAYSHARE);
+	d->file_private = d->private && !vma_is_anonymous(vma);
 	if (d->page_shift && protnone) {
 		cdsm_stat_add(CDSM_STAT_REARM_TAKEN, 1);
-		d->hint_pfn = pfn;
+		d->hint_pfn = d->entry_pfn;
 	}
 	return 0;
 }
@@ -175,6 +188,13 @@ static int cdsm_fault_return(struct kretprobe_instance *ri, struct pt_regs *regs
 	/* A read of untouched memory maps the zero page: no one shares data there. */
 	if (is_zero_pfn(pfn))
 		return 0;
+	/*
+	 * A private file mapping maps the file's page-cache pages until written:
+	 * every process that maps the file (a library's data, a program's
+	 * read-only data) reads those; no task of the process can write them.
+	 */
+	if (d->file_private && (!pfn_valid(pfn) || !PageAnon(pfn_to_page(pfn))))
+		return 0;
 	ring = cdsm_rings[smp_processor_id()];
 	head = ring->head;
 	/* Pairs with the consumer's release: its slots are free to reuse. */
@@ -190,7 +210,12 @@ static int cdsm_fault_return(struct kretprobe_instance *ri, struct pt_regs *regs
 	rec->sharer = d->sharer;
 	/* A huge page split since entry moved (or was allocated) in 4 KiB parts. */
 	rec->page_shift = d->page_shift ? min_t(unsigned int, shift, d->page_shift) : shift;
-	rec->fresh = d->fresh;
+	/*
+	 * Private memory got a new frame (first touch, or a copy on write):
+	 * what the table knew of that frame came from its previous user.
+	 */
+	rec->fresh = d->private && !d->hint_pfn &&
+		     (!d->page_shift || d->entry_pfn != pfn);
 	/* Publish the record to the consumer's acquire of head. */
 	smp_store_release(&ring->head, head + 1);
 	cdsm_stat_add(CDSM_STAT_TRACKED_FAULTS, 1);

@@ -21,8 +21,8 @@
  * @page_shift:	log2 of the size of the page mapped at @paddr (PAGE_SHIFT,
  *		or PMD_SHIFT for a huge page): the range whose blocks move with
  *		@old_paddr or are forgotten with @fresh.
- * @fresh:	the fault gave private anonymous memory a new frame: what the
- *		table knows of that frame is stale.
+ * @fresh:	the fault gave private memory a new frame (first touch or copy
+ *		on write): what the table knows of that frame is stale.
  * @pad:	unused.
  */
 struct cdsm_fault_rec {

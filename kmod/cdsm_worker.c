@@ -58,8 +58,9 @@ static void cdsm_worker_grow(struct cdsm_app *app)
 /*
  * The frame under @rec changed owner: the kernel migrated the page (its
  * blocks move to the new frame, so that their sharers follow the data and
- * the old frame starts clean), or gave private anonymous memory a fresh
- * frame (what the table knew of that frame is stale). A huge page moves or
+ * the old frame starts clean), or gave private memory a fresh frame at a
+ * first touch or a copy on write (what the table knew of that frame is
+ * stale). A huge page moves or
  * starts as a whole; a PUD-sized one never does either (no NUMA hinting on
  * PUDs, no anonymous PUD pages), so the range is at most a PMD. Blocks
  * larger than the page are left as they are.

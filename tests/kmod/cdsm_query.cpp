@@ -145,9 +145,28 @@ std::map<pid_t, std::set<pid_t>> read_truth(const std::string& file) {
     return truth;
 }
 
+// The truth tasks' part of matrix `m` (rows and columns: tid), to see where the events went.
+void print_truth_matrix(const Matrix& m, const std::vector<cdsm_task_info>& tasks,
+                        const std::map<pid_t, uint32_t>& index,
+                        const std::map<pid_t, std::set<pid_t>>& truth) {
+    std::vector<uint32_t> rows;
+    for (const auto& entry : truth) {
+        auto it = index.find(entry.first);
+        if (it != index.end() && it->second < m.dim) rows.push_back(it->second);
+    }
+    printf("  matrix of the truth's tasks (rows and columns: tid):\n  %7s", "");
+    for (uint32_t j : rows) printf(" %7d", tasks[j].tid);
+    printf("\n");
+    for (uint32_t i : rows) {
+        printf("  %7d", tasks[i].tid);
+        for (uint32_t j : rows) printf(" %7u", m.at(i, j));
+        printf("\n");
+    }
+}
+
 // Share of truth tasks whose largest partner is a true partner; prints the misses.
 double check_once(int fd, uint32_t app, const std::map<pid_t, std::set<pid_t>>& truth,
-                  bool among_truth, bool verbose) {
+                  bool among_truth, bool verbose, bool dump = false) {
     auto tasks = get_tasks(fd, app);
     Matrix m = get_matrix(fd, app);
     std::map<pid_t, uint32_t> index;
@@ -175,6 +194,7 @@ double check_once(int fd, uint32_t app, const std::map<pid_t, std::set<pid_t>>& 
     if (verbose)
         printf("check: %zu of %zu tasks found their partner, %llu events, %zu tasks\n", good,
                truth.size(), (unsigned long long)m.events, tasks.size());
+    if (dump || (verbose && good < truth.size())) print_truth_matrix(m, tasks, index, truth);
     return double(good) / double(truth.size());
 }
 
@@ -221,8 +241,8 @@ int cmd_check(int fd, const std::string& app_spec, const std::string& file, doub
     for (bool first = true;; first = false) {
         double age =
             std::chrono::duration<double>(std::chrono::system_clock::now() - written).count();
-        double share = check_once(fd, app, truth, among_truth, false);
         if (first) printf("check: first look %.2f s after the truth file was written\n", age);
+        double share = check_once(fd, app, truth, among_truth, false, first);
         if (share >= min || age >= within) {
             check_once(fd, app, truth, among_truth, true);
             printf("check: %.1f %% >= %.1f %%? %s %.2f s after the truth file was written\n",
