@@ -28,6 +28,39 @@ double weight(const CommGraph& graph, std::size_t t, std::size_t u) {
                : 0.0;
 }
 
+// out[t * P + p] = cost_on(t, p) for every task and PU, in O(degree + P) per task instead of
+// O(degree * P): the weight of t's partners under every node of the hierarchy gives, for each
+// PU, how much of it has its lowest common ancestor at each level.
+void costs_on_every_pu(const std::vector<PuId>& pus, const CommGraph& graph,
+                       const Topology& topology, const Distances& distances,
+                       std::vector<double>& out) {
+    const std::size_t levels = topology.level_count(), p_count = topology.pu_count();
+    // ancestor[level * P + p], and under[level][node]: weight of the partners below node.
+    std::vector<std::uint32_t> ancestor(levels * p_count);
+    std::vector<std::vector<double>> under(levels);
+    for (std::size_t level = 0; level < levels; ++level) {
+        for (PuId p = 0; p < p_count; ++p)
+            ancestor[level * p_count + p] = topology.ancestor(p, level);
+        under[level].resize(topology.node_count(level));
+    }
+    for (std::size_t t = 0; t < pus.size(); ++t) {
+        for (auto& nodes : under) std::fill(nodes.begin(), nodes.end(), 0.0);
+        for (std::size_t k = graph.offsets()[t]; k < graph.offsets()[t + 1]; ++k)
+            for (std::size_t level = 0; level < levels; ++level)
+                under[level][ancestor[level * p_count + pus[graph.neighbours()[k]]]] +=
+                    static_cast<double>(graph.weights()[k]);
+        for (PuId p = 0; p < p_count; ++p) {
+            double cost = 0, deeper = 0;
+            for (std::size_t level = levels; level-- > 0;) {
+                const double here = under[level][ancestor[level * p_count + p]];
+                cost += (here - deeper) * distances.level_cost(level);
+                deeper = here;
+            }
+            out[t * p_count + p] = cost;
+        }
+    }
+}
+
 std::vector<std::size_t> loads_of(const std::vector<PuId>& pus, std::size_t pu_count) {
     std::vector<std::size_t> load(pu_count, 0);
     for (PuId p : pus) ++load[p];
@@ -71,16 +104,14 @@ void rebalance(std::vector<PuId>& pus, const CommGraph& graph, const Distances& 
     }
 }
 
-void refine(std::vector<PuId>& pus, const CommGraph& graph, const Distances& distances,
-            std::size_t max_passes) {
+void refine(std::vector<PuId>& pus, const CommGraph& graph, const Topology& topology,
+            const Distances& distances, std::size_t max_passes) {
     const std::size_t p_count = distances.pu_count(), n = pus.size();
     const std::size_t low = n / p_count, high = (n + p_count - 1) / p_count;
     auto load = loads_of(pus, p_count);
     // on[t][p]: what task t pays if it runs on p, the others staying where they are.
     std::vector<double> on(n * p_count);
-    for (std::size_t t = 0; t < n; ++t)
-        for (PuId p = 0; p < p_count; ++p)
-            on[t * p_count + p] = cost_on(t, p, pus, graph, distances);
+    costs_on_every_pu(pus, graph, topology, distances, on);
     auto move = [&](std::size_t t, PuId to) {
         const PuId from = pus[t];
         for (std::size_t k = graph.offsets()[t]; k < graph.offsets()[t + 1]; ++k) {

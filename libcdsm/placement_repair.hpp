@@ -7,6 +7,7 @@
 
 #include "cdsm/comm_graph.hpp"
 #include "cdsm/distances.hpp"
+#include "cdsm/topology.hpp"
 
 namespace cdsm::detail {
 
@@ -17,7 +18,8 @@ void rebalance(std::vector<PuId>& pus, const CommGraph& graph, const Distances& 
 
 /// Local search keeping the balance: swaps two tasks, or moves one to a PU with room, while that
 /// lowers the cost; at most `max_passes` sweeps over all pairs.
-void refine(std::vector<PuId>& pus, const CommGraph& graph, const Distances& distances,
-            std::size_t max_passes = 8);
+/// `distances` must be built from `topology`.
+void refine(std::vector<PuId>& pus, const CommGraph& graph, const Topology& topology,
+            const Distances& distances, std::size_t max_passes = 8);
 
 }  // namespace cdsm::detail

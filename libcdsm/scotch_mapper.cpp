@@ -119,9 +119,17 @@ std::vector<SCOTCH_Num> scaled_weights(const CommGraph& graph, std::uint32_t max
     return out;
 }
 
-// One deterministic Scotch run; parttab holds the pinned vertices on entry, the mapping on exit.
-void run_scotch(SCOTCH_Graph* graph, TreeTarget& target, const ScotchOptions& options,
-                SCOTCH_Num seed, bool pinned, std::vector<SCOTCH_Num>& parttab) {
+// Recursive bipartitioning with no coarsening: see ScotchOptions::flat_max_tasks.
+std::string flat_strategy(double imbalance) {
+    const std::string bal = "bal=" + std::to_string(imbalance);
+    return "r{job=t,map=t,poli=S," + bal + ",sep=h{pass=5}f{move=120,pass=-1," + bal + ",type=b}}";
+}
+
+// One deterministic Scotch run of a problem of `tasks` tasks; parttab holds the pinned vertices
+// on entry, the mapping on exit.
+void run_scotch(SCOTCH_Graph* graph, std::size_t tasks, TreeTarget& target,
+                const ScotchOptions& options, SCOTCH_Num seed, bool pinned,
+                std::vector<SCOTCH_Num>& parttab) {
     Context context("context");
     check(SCOTCH_contextOptionSetNum(context.get(), SCOTCH_OPTIONNUMDETERMINISTIC, 1),
           "SCOTCH_contextOptionSetNum(DETERMINISTIC)");
@@ -137,13 +145,16 @@ void run_scotch(SCOTCH_Graph* graph, TreeTarget& target, const ScotchOptions& op
     check(SCOTCH_contextBindGraph(context.get(), graph, bound.get()), "SCOTCH_contextBindGraph");
 
     Strat strat("strategy");
-    if (options.strategy.empty())
+    const std::string text = options.strategy.empty() && tasks <= options.flat_max_tasks
+                                 ? flat_strategy(options.imbalance)
+                                 : options.strategy;
+    if (text.empty())
         check(SCOTCH_stratGraphMapBuild(
                   strat.get(), static_cast<SCOTCH_Num>(options.strategy_flags),
                   static_cast<SCOTCH_Num>(target.leaf_count()), options.imbalance),
               "SCOTCH_stratGraphMapBuild");
-    else if (SCOTCH_stratGraphMap(strat.get(), options.strategy.c_str()) != 0)
-        throw Error("Scotch strategy '" + options.strategy + "'", "rejected by Scotch");
+    else if (SCOTCH_stratGraphMap(strat.get(), text.c_str()) != 0)
+        throw Error("Scotch strategy '" + text + "'", "rejected by Scotch");
 
     if (pinned)
         check(SCOTCH_graphMapFixed(bound.get(), target.arch(), strat.get(), parttab.data()),
@@ -213,8 +224,8 @@ Placement ScotchMapper::map(const MappingProblem& problem) const {
             if (target.pu(static_cast<SCOTCH_Num>(leaf)) == TreeTarget::kPhantom)
                 for (std::size_t k = 0; k < per_leaf; ++k)
                     parttab[v++] = static_cast<SCOTCH_Num>(leaf);
-        run_scotch(graph.get(), target, options_, static_cast<SCOTCH_Num>(attempt + 1), pinned > 0,
-                   parttab);
+        run_scotch(graph.get(), n, target, options_, static_cast<SCOTCH_Num>(attempt + 1),
+                   pinned > 0, parttab);
         // A task Scotch left on a phantom leaf (it should not) goes to PU 0; rebalancing moves it.
         std::vector<PuId> pus(n);
         for (std::size_t t = 0; t < n; ++t) {
@@ -224,7 +235,7 @@ Placement ScotchMapper::map(const MappingProblem& problem) const {
         if (refining || !Placement(pus).is_balanced(p)) {
             if (!whole) whole.emplace(problem.matrix, PruneOptions{.min_tasks = n + 1});
             detail::rebalance(pus, *whole, problem.distances);
-            if (refining) detail::refine(pus, *whole, problem.distances);
+            if (refining) detail::refine(pus, *whole, problem.topology, problem.distances);
         }
         if (attempts > 1) {
             const double cost = mapping_cost(problem.matrix, Placement(pus), problem.distances);

@@ -16,11 +16,17 @@ namespace cdsm {
 struct ScotchOptions {
     /// Weak edges dropped before mapping large matrices (the cost is still of the full matrix).
     PruneOptions prune{};
-    /// A Scotch mapping strategy string; empty means SCOTCH_stratGraphMapBuild with
-    /// `strategy_flags` (SCOTCH_STRAT* values) and `imbalance`.
+    /// A Scotch mapping strategy string for every problem; empty means SCOTCH_stratGraphMapBuild
+    /// with `strategy_flags` (SCOTCH_STRAT* values) and `imbalance`, except for small problems.
     std::string strategy;
     unsigned strategy_flags = 0;
     double imbalance = 0.01;
+    /// Problems of at most this many tasks (when `strategy` is empty) are bipartitioned without
+    /// multilevel coarsening, by one greedy graph growing of 5 tries plus Fiduccia-Mattheyses
+    /// (SCOTCH_stratGraphMapBuild runs two of 10 tries after coarsening). The local search below
+    /// makes up the difference: equal quality on the benchmark's suite, in a third of the time
+    /// (bench/mapping_bench.cpp, N = 32 dense).
+    std::size_t flat_max_tasks = 64;
     /// Placements of at most this many tasks are polished after Scotch by swapping pairs of
     /// tasks (or moving one to a free PU) while that lowers the cost.
     std::size_t refine_max_tasks = 128;
