@@ -17,6 +17,7 @@
 #include <cdsm/version.hpp>
 #include <fstream>
 #include <iostream>
+#include <numeric>
 
 namespace cdsm::cdsmd {
 
@@ -28,13 +29,14 @@ namespace {
 
 constexpr std::size_t kHistory = 32;
 constexpr int kCapSysAdmin = 21;
-// CPU shares are measured over at least this window (clock ticks are 10 ms).
-constexpr std::uint64_t kShareWindowMs = 400;
+// Runnable shares are measured over at least this window.
+constexpr std::uint64_t kShareWindowNs = 200'000'000;
+constexpr std::chrono::milliseconds kWaitingInterval{250};
 
-std::uint64_t boottime_ns() {
-    timespec ts{};
-    ::clock_gettime(CLOCK_BOOTTIME, &ts);
-    return std::uint64_t(ts.tv_sec) * 1000000000u + std::uint64_t(ts.tv_nsec);
+std::vector<std::uint32_t> all_indices(std::uint32_t n) {
+    std::vector<std::uint32_t> v(n);
+    std::iota(v.begin(), v.end(), 0u);
+    return v;
 }
 
 std::string app_label(const cdsm_app_info& info, const std::string& name) {
@@ -49,7 +51,7 @@ bool is_enoent(const SystemError& e) {
 
 Daemon::TaskState Daemon::new_task() {
     TaskState t;
-    t.cpu = CpuShare(kShareWindowMs * procfs::ticks_per_second() / 1000);
+    t.runnable = RunnableShare(kShareWindowNs);
     return t;
 }
 
@@ -257,9 +259,12 @@ void Daemon::on_events() {
                 }
                 break;
             case daemon::Event::Kind::kTaskJoined:
-                // A new thread inherits its creator's mask: place it now, not at the next tick.
+                // A new thread inherits its creator's mask: place it soon, not at the next
+                // tick (within the minimum interval, so that a burst of threads is one pass).
                 if (it != apps_.end())
-                    it->second.due = Clock::now();
+                    it->second.due =
+                        std::min(it->second.due,
+                                 Clock::now() + std::chrono::milliseconds(config_.interval.min_ms));
                 else
                     apps_changed = true;
                 break;
@@ -291,12 +296,12 @@ void Daemon::release_ended() {
 
 // ---- mapping --------------------------------------------------------------------------------
 
-void Daemon::check_environment(AppState& app, pid_t tgid) {
+const std::string& Daemon::check_environment(AppState& app, pid_t tgid) {
     // An exec replaces the environment (a launcher's child becomes an MPI rank): read it again
     // when the process's command changed.
-    const std::string comm = procfs::comm(tgid).value_or("");
+    std::string comm = procfs::comm(tgid).value_or("");
     if (auto it = app.env_by_tgid.find(tgid); it != app.env_by_tgid.end()) {
-        if (it->second.comm == comm) return;
+        if (it->second.comm == comm) return it->second.comm;
         app.env_by_tgid.erase(it);
     }
     auto env = procfs::environ(tgid, environment_names());
@@ -310,7 +315,8 @@ void Daemon::check_environment(AppState& app, pid_t tgid) {
         spdlog::info("{}: opts out (CDSM_DISABLE in the environment of process {}); not placing it",
                      app_label(app.info, app.name), tgid);
     }
-    app.env_by_tgid.emplace(tgid, ProcessEnv{comm, std::move(*env)});
+    return app.env_by_tgid.insert_or_assign(tgid, ProcessEnv{std::move(comm), std::move(*env)})
+        .first->second.comm;
 }
 
 std::vector<std::uint32_t> Daemon::allowed_cpus(pid_t tid) const {
@@ -347,10 +353,13 @@ Json Daemon::map_app(AppState& app, const MapRequest& req) {
               {"algorithm", algorithm},
               {"applied", false},
               {"changed", false}};
+    // Until an application has enough data to be mapped it is looked at every kWaitingInterval,
+    // and its interval starts adapting from the minimum at its first mapping.
+    bool waiting = false;
     const auto finish = [&](bool changed) {
-        if (req.from_timer) app.interval.update(changed);
-        app.due = Clock::now() + app.interval.current();
-        app.last_mapped_ns = boottime_ns();
+        if (req.from_timer && !waiting) app.interval.update(changed);
+        app.due = Clock::now() + (waiting ? kWaitingInterval : app.interval.current());
+        app.last_mapped_ns = procfs::now_ns();
         d["interval_ms"] = app.interval.current().count();
         app.last = d;
         return d;
@@ -364,7 +373,23 @@ Json Daemon::map_app(AppState& app, const MapRequest& req) {
 
     const auto tasks = device_->tasks(id);
     const auto matrix = device_->matrix(id);
-    const std::uint64_t now = procfs::now_ticks();
+    // Once per process and pass: its command (launchers are known by it) and, after an exec,
+    // its environment.
+    std::map<pid_t, std::string> process_comm;
+    for (const cdsm_task_info& t : tasks) {
+        if (!(t.flags & CDSM_TASK_EXITED) && !process_comm.count(t.tgid))
+            process_comm.emplace(t.tgid, check_environment(app, t.tgid));
+    }
+    if (app.opted_out) return skip("opted out (CDSM_DISABLE=1)");
+    // Too few events among all its tasks: no need to read every task's /proc files (hundreds
+    // of reads per pass for a 64-task application).
+    waiting = !app.planned;
+    if (const double total = submatrix(matrix, all_indices(matrix.dim)).total();
+        total < config_.min_events) {
+        return skip(fmt::format("{:.0f} communication events so far, mapping.min_events is {}",
+                                total, config_.min_events));
+    }
+    const std::uint64_t now = procfs::now_ns();
 
     std::vector<std::uint32_t> indices, current, foreign_cpus;
     std::vector<pid_t> tids;
@@ -385,9 +410,9 @@ Json Daemon::map_app(AppState& app, const MapRequest& req) {
         if (f.exited) continue;
         present.insert(t.tid);
         TaskState& ts = app.tasks.try_emplace(t.tid, new_task()).first->second;
-        check_environment(app, t.tgid);
-        f.process_comm = procfs::comm(t.tgid).value_or("");
-        f.cpu_share = ts.cpu.update(*stat, now);
+        f.process_comm = process_comm[t.tgid];
+        f.runnable = ts.runnable.update(
+            stat->runnable_ns, stat->start_ticks * (1000000000u / procfs::ticks_per_second()), now);
         f.bound_cpu = ts.bound_cpu;
         f.foreign_before = ts.foreign;
         ts.role = classify(f, config_);
@@ -411,7 +436,6 @@ Json Daemon::map_app(AppState& app, const MapRequest& req) {
     }
     std::erase_if(app.tasks, [&](const auto& kv) { return !present.count(kv.first); });
 
-    if (app.opted_out) return skip("opted out (CDSM_DISABLE=1)");
     if (tids.size() < 2)
         return skip(fmt::format("{} runnable task(s), nothing to map", tids.size()));
     const CommMatrix sub = submatrix(matrix, indices);
@@ -456,6 +480,7 @@ Json Daemon::map_app(AppState& app, const MapRequest& req) {
                       fmt::join(partners, " "), fmt::join(current, ","),
                       fmt::join(plan.target_cpus, ","), plan.cost_before, plan.cost_after);
     }
+    app.planned = true;
     d["cost_before"] = plan.cost_before;
     d["cost_after"] = plan.cost_after;
     d["changed"] = plan.changed;
@@ -504,7 +529,7 @@ Json Daemon::map_app(AppState& app, const MapRequest& req) {
                          plan.cost_before > 0
                              ? 100.0 * (plan.cost_after - plan.cost_before) / plan.cost_before
                              : 0.0);
-            app.history.push_back({{"time_ns", boottime_ns()},
+            app.history.push_back({{"time_ns", procfs::now_ns()},
                                    {"moved", moved},
                                    {"cost_before", plan.cost_before},
                                    {"cost_after", plan.cost_after}});

@@ -52,7 +52,7 @@ class Daemon {
 
   private:
     struct TaskState {
-        CpuShare cpu{0};
+        RunnableShare runnable{0};
         std::optional<std::uint32_t> bound_cpu;  ///< the CPU cdsmd bound it to
         bool foreign = false;
         TaskRole role = TaskRole::kIdle;
@@ -74,6 +74,7 @@ class Daemon {
         std::map<pid_t, TaskState> tasks;
         std::map<pid_t, ProcessEnv> env_by_tgid;
         bool opted_out = false;
+        bool planned = false;                ///< had enough data for a placement once
         std::vector<std::uint32_t> claimed;  ///< OS CPUs its placed tasks hold
         std::optional<Clock::time_point> ended_at;
         std::uint64_t passes = 0;
@@ -107,7 +108,8 @@ class Daemon {
 
     // Mapping.
     daemon::Json map_app(AppState& app, const MapRequest& request);
-    void check_environment(AppState& app, pid_t tgid);
+    /// Reads process tgid's environment when its command changed; returns its command.
+    const std::string& check_environment(AppState& app, pid_t tgid);
     std::vector<std::uint32_t> allowed_cpus(pid_t tid) const;
     std::set<std::uint32_t> claimed_by_others(std::uint32_t app_id) const;
     void run_due();

@@ -70,7 +70,9 @@ Plan Planner::plan(const CommMatrix& matrix, const std::vector<std::uint32_t>& c
     }
     // The Remapper judges on the sub-topology; the machine's distances decide here too, so that
     // no migration is made for a gain below min_gain (a task left alone can shift the set).
-    if (inside && plan.moved > 0 && plan.cost_after > (1 - min_gain) * plan.cost_before) {
+    // Strictly below: an equally good placement (cost 0 -> 0 once every pair shares a PU, or a
+    // mirror image of the current one) is no reason to move anything.
+    if (inside && plan.moved > 0 && !(plan.cost_after < (1 - min_gain) * plan.cost_before)) {
         plan.target_cpus = current_cpus;
         plan.cost_after = plan.cost_before;
         plan.moved = 0;

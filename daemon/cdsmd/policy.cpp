@@ -45,23 +45,24 @@ TaskRole classify(const TaskFacts& t, const Config& config) {
     if (t.bound_cpu && t.affinity != std::vector<std::uint32_t>{*t.bound_cpu}) {
         return TaskRole::kForeign;
     }
-    if (t.cpu_share < config.idle_cpu) return TaskRole::kIdle;
+    if (t.runnable < config.idle_cpu) return TaskRole::kIdle;
     return TaskRole::kPlace;
 }
 
-double CpuShare::update(const procfs::TaskStat& stat, std::uint64_t now_ticks) {
+double RunnableShare::update(std::uint64_t runnable_ns, std::uint64_t start_ns,
+                             std::uint64_t now_ns) {
     if (!valid_) {
-        const std::uint64_t life = now_ticks > stat.start_ticks ? now_ticks - stat.start_ticks : 0;
-        share_ = life ? double(stat.cpu_ticks) / double(life) : 0;
-    } else if (now_ticks >= at_ticks_ + window_ticks_) {
-        const std::uint64_t used = stat.cpu_ticks >= cpu_ticks_ ? stat.cpu_ticks - cpu_ticks_ : 0;
-        share_ = double(used) / double(now_ticks - at_ticks_);
+        const std::uint64_t life = now_ns > start_ns ? now_ns - start_ns : 0;
+        share_ = life ? double(runnable_ns) / double(life) : 0;
+    } else if (now_ns >= at_ns_ + window_ns_) {
+        const std::uint64_t used = runnable_ns >= runnable_ns_ ? runnable_ns - runnable_ns_ : 0;
+        share_ = double(used) / double(now_ns - at_ns_);
     } else {
-        return share_;  // too short a window for a meaningful share at clock-tick resolution
+        return share_;  // too short a window: a share over a few ms says little
     }
     valid_ = true;
-    cpu_ticks_ = stat.cpu_ticks;
-    at_ticks_ = now_ticks;
+    runnable_ns_ = runnable_ns;
+    at_ns_ = now_ns;
     share_ = std::min(share_, 1.0);
     return share_;
 }

@@ -37,7 +37,7 @@ enum class TaskRole {
     kExited,    ///< gone
     kLauncher,  ///< its process is a launcher helper (mpirun, orted, prted, slurmstepd...)
     kForeign,   ///< its affinity is not the one cdsmd set: something else binds it
-    kIdle,      ///< uses less CPU than mapping.idle_cpu
+    kIdle,      ///< runnable less than mapping.idle_cpu of the time (sleeps: helper threads)
 };
 /// "placed", "exited", "launcher", "affinity changed by another program", "idle".
 std::string_view to_string(TaskRole role) noexcept;
@@ -50,26 +50,29 @@ inline bool left_alone(TaskRole role) noexcept {
 struct TaskFacts {
     bool exited = false;
     std::string process_comm;                ///< comm of the task's process (thread group)
-    double cpu_share = 0;                    ///< of one CPU, recently
+    double runnable = 0;                     ///< share of one CPU it ran or waited for, recently
     std::vector<std::uint32_t> affinity;     ///< OS CPUs of its mask now
     std::optional<std::uint32_t> bound_cpu;  ///< the CPU cdsmd bound it to, if any
     bool foreign_before = false;             ///< classified kForeign earlier (sticky)
 };
 TaskRole classify(const TaskFacts& task, const Config& config);
 
-/// A task's recent share of one CPU from successive /proc stat samples: first its average over
-/// its lifetime, then over windows of at least `window_ticks`.
-class CpuShare {
+/// The share of the time a task was runnable (running or waiting on a run queue) from successive
+/// samples of TaskStat::runnable_ns: first its average over its lifetime, then over windows of at
+/// least `window_ns`. Unlike its CPU share it stays near 1 for a busy task however crowded its
+/// CPU is, so that busy tasks sharing PUs are never taken for idle ones (and dropped from the
+/// placement one pass, back the next).
+class RunnableShare {
   public:
-    explicit CpuShare(std::uint64_t window_ticks) : window_ticks_(window_ticks) {}
-    double update(const procfs::TaskStat& stat, std::uint64_t now_ticks);
+    explicit RunnableShare(std::uint64_t window_ns) : window_ns_(window_ns) {}
+    double update(std::uint64_t runnable_ns, std::uint64_t start_ns, std::uint64_t now_ns);
     double value() const noexcept { return share_; }
 
   private:
-    std::uint64_t window_ticks_;
+    std::uint64_t window_ns_;
     bool valid_ = false;
-    std::uint64_t cpu_ticks_ = 0;
-    std::uint64_t at_ticks_ = 0;
+    std::uint64_t runnable_ns_ = 0;
+    std::uint64_t at_ns_ = 0;
     double share_ = 0;
 };
 

@@ -60,10 +60,29 @@ std::optional<TaskStat> parse_stat(std::string_view text) {
     return s;
 }
 
+std::optional<std::uint64_t> parse_schedstat(std::string_view text) {
+    const auto space = text.find(' ');
+    if (space == std::string_view::npos) return std::nullopt;
+    const std::string_view rest = text.substr(space + 1);
+    std::uint64_t run = 0, wait = 0;
+    if (!parse_number(text.substr(0, space), run) ||
+        !parse_number(rest.substr(0, rest.find(' ')), wait)) {
+        return std::nullopt;
+    }
+    if (run == 0 && wait == 0) return std::nullopt;  // no scheduler statistics kept
+    return run + wait;
+}
+
 std::optional<TaskStat> task_stat(pid_t tgid, pid_t tid) {
-    auto text = read_file(fmt::format("/proc/{}/task/{}/stat", tgid, tid));
+    const std::string dir = fmt::format("/proc/{}/task/{}/", tgid, tid);
+    auto text = read_file(dir + "stat");
     if (!text) return std::nullopt;
-    return parse_stat(*text);
+    auto stat = parse_stat(*text);
+    if (!stat) return stat;
+    const auto sched = read_file(dir + "schedstat");
+    const auto runnable = sched ? parse_schedstat(*sched) : std::nullopt;
+    stat->runnable_ns = runnable ? *runnable : stat->cpu_ticks * (1000000000u / ticks_per_second());
+    return stat;
 }
 
 std::uint64_t ticks_per_second() {
@@ -76,6 +95,13 @@ std::uint64_t now_ticks() {
     ::clock_gettime(CLOCK_BOOTTIME, &ts);
     return static_cast<std::uint64_t>(ts.tv_sec) * ticks_per_second() +
            static_cast<std::uint64_t>(ts.tv_nsec) * ticks_per_second() / 1000000000u;
+}
+
+std::uint64_t now_ns() {
+    timespec ts{};
+    ::clock_gettime(CLOCK_BOOTTIME, &ts);
+    return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000u +
+           static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
 std::optional<std::string> comm(pid_t pid) {

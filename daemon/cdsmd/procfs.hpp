@@ -14,21 +14,30 @@
 /// when the task is gone or unreadable: tasks exit at any moment, and that is not an error.
 namespace cdsm::cdsmd::procfs {
 
-/// From /proc/PID/task/TID/stat.
+/// From /proc/PID/task/TID/stat and .../schedstat.
 struct TaskStat {
     char state = '?';
     std::uint64_t cpu_ticks = 0;    ///< utime + stime, in clock ticks
     std::uint64_t start_ticks = 0;  ///< since boot, in clock ticks
     int processor = -1;             ///< CPU it last ran on
+    /// Time it ran plus time it waited on a run queue (schedstat), in ns; from cpu_ticks when
+    /// schedstat cannot be read. A busy task on a crowded CPU waits more than it runs: its
+    /// CPU time alone would make it look idle.
+    std::uint64_t runnable_ns = 0;
 };
 std::optional<TaskStat> task_stat(pid_t tgid, pid_t tid);
 
 /// Parses the text of a stat file (the comm may hold spaces and parentheses).
 std::optional<TaskStat> parse_stat(std::string_view text);
+/// Parses a schedstat file ("run_ns wait_ns timeslices"): run + wait in ns; nothing for "0 0"
+/// (kernels without scheduler statistics).
+std::optional<std::uint64_t> parse_schedstat(std::string_view text);
 
 /// Clock ticks since boot now (CLOCK_BOOTTIME), and ticks per second.
 std::uint64_t now_ticks();
 std::uint64_t ticks_per_second();
+/// Nanoseconds since boot now (CLOCK_BOOTTIME).
+std::uint64_t now_ns();
 
 /// /proc/PID/comm without the newline.
 std::optional<std::string> comm(pid_t pid);

@@ -54,6 +54,22 @@ TEST(Planner, RepairsABadStartAndMatchesTheMapperOnTheTrueMatrix) {
     EXPECT_LE(plan.cost_after, 1.05 * p.cost(pairs(), best_cpus));
 }
 
+TEST(Planner, NeverMovesForAnEquallyGoodPlacement) {
+    // 16 tasks on 8 PUs, every pair already sharing a PU: the cost is 0 and any other placement
+    // the mapper finds costs 0 too; moving would be churn.
+    const Planner p = lab();
+    CommMatrix m(16);
+    std::vector<std::uint32_t> shared(16);
+    for (std::uint32_t i = 0; i < 8; ++i) {
+        m.set(i, 15 - i, 500);
+        shared[i] = shared[15 - i] = (i * 3) % 8;
+    }
+    const Plan plan = p.plan(m, shared, p.machine_cpus(), "scotch", 0.05);
+    EXPECT_EQ(plan.cost_before, 0);
+    EXPECT_FALSE(plan.changed);
+    EXPECT_EQ(plan.target_cpus, shared);
+}
+
 TEST(Planner, KeepsAGoodPlacement) {
     const Planner p = lab();
     const std::vector<std::uint32_t> good = {0, 2, 4, 6, 3, 1, 7, 5};

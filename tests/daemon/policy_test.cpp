@@ -34,7 +34,7 @@ TEST(Rules, CgroupGlobsStayWithinOneLevel) {
 TaskFacts busy() {
     TaskFacts t;
     t.process_comm = "app";
-    t.cpu_share = 0.9;
+    t.runnable = 0.9;
     t.affinity = {0, 1, 2, 3};
     return t;
 }
@@ -54,7 +54,7 @@ TEST(Classify, ExitedLauncherAndIdleTasksAreNot) {
         EXPECT_EQ(classify(t, c), TaskRole::kLauncher) << launcher;
     }
     t = busy();
-    t.cpu_share = 0.05;
+    t.runnable = 0.05;
     EXPECT_EQ(classify(t, c), TaskRole::kIdle);
 }
 
@@ -68,7 +68,7 @@ TEST(Classify, AMaskSomeoneElseChangedMeansLeaveItAlone) {
     EXPECT_EQ(classify(t, c), TaskRole::kForeign);
     t.affinity = {0, 1, 2, 3, 4, 5, 6, 7};
     EXPECT_EQ(classify(t, c), TaskRole::kForeign);
-    t.cpu_share = 0;  // even when idle, it is reported as left alone
+    t.runnable = 0;  // even when idle, it is reported as left alone
     EXPECT_EQ(classify(t, c), TaskRole::kForeign);
     // Once foreign, always foreign: a mask that happens to match again is not cdsmd's.
     t = busy();
@@ -87,18 +87,19 @@ TEST(Classify, AMaskNobodyBoundIsNotForeign) {
     EXPECT_EQ(classify(t, Config{}), TaskRole::kPlace);
 }
 
-TEST(CpuShare, LifetimeFirstThenWindows) {
-    CpuShare s(40);
-    procfs::TaskStat st;
-    st.start_ticks = 1000;
-    st.cpu_ticks = 50;
-    EXPECT_DOUBLE_EQ(s.update(st, 1100), 0.5);  // 50 of 100 ticks since start
-    st.cpu_ticks = 60;
-    EXPECT_DOUBLE_EQ(s.update(st, 1120), 0.5);  // window too short: unchanged
-    st.cpu_ticks = 60;
-    EXPECT_DOUBLE_EQ(s.update(st, 1140), 0.25);  // 10 ticks in 40
-    st.cpu_ticks = 100;
-    EXPECT_DOUBLE_EQ(s.update(st, 1180), 1.0);
+TEST(RunnableShare, LifetimeFirstThenWindows) {
+    RunnableShare s(40);
+    EXPECT_DOUBLE_EQ(s.update(50, 1000, 1100), 0.5);   // 50 of 100 ns since start
+    EXPECT_DOUBLE_EQ(s.update(60, 1000, 1120), 0.5);   // window too short: unchanged
+    EXPECT_DOUBLE_EQ(s.update(60, 1000, 1140), 0.25);  // 10 ns in 40
+    EXPECT_DOUBLE_EQ(s.update(100, 1000, 1180), 1.0);
+}
+
+TEST(Schedstat, RunPlusWait) {
+    EXPECT_EQ(procfs::parse_schedstat("1500 2500 7\n"), 4000u);
+    EXPECT_EQ(procfs::parse_schedstat("garbage"), std::nullopt);
+    // Kernels that do not keep scheduler statistics show zeros: not a task that never ran.
+    EXPECT_EQ(procfs::parse_schedstat("0 0 12\n"), std::nullopt);
 }
 
 TEST(Environment, OptOutAndRanks) {
