@@ -5,13 +5,17 @@
 //   cdsm_mapping_bench --benchmark_filter=Time    medians of 5 repetitions
 //   cdsm_mapping_bench --benchmark_filter=Quality cost ratios in the counters:
 //     vs_best    scotch / best known (the exhaustive optimum when N <= 8, else the cheapest of
-//                scotch, unpruned scotch, compact, scatter and random)
+//                scotch, unpruned scotch, multilevel scotch, compact, scatter and random)
 //     compact, scatter, random   that baseline's cost / scotch's (> 1: scotch is better)
 //     unpruned   scotch without pruning / scotch (> 1: pruning helped; < 1: it hurt)
+//     kept       share of the communication that the pruned graph keeps (1: nothing pruned)
+//     multilevel scotch with Scotch's default multilevel strategy at every size (no flat
+//                bipartitioning of small problems) / scotch (< 1: the flat strategy lost)
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "cdsm/baseline_mappers.hpp"
 #include "cdsm/cost.hpp"
@@ -63,12 +67,15 @@ void Quality(benchmark::State& state, const Topology& t, const CommMatrix& m) {
     double scotch = 0;
     for (auto _ : state) scotch = mapping_cost(m, ScotchMapper().map(problem), d);
     auto cost = [&](const Mapper& mapper) { return mapping_cost(m, mapper.map(problem), d); };
-    ScotchOptions whole;
+    const ScotchOptions defaults;
+    ScotchOptions whole = defaults, multilevel = defaults;
     whole.prune.min_tasks = std::size_t{1} << 30;
+    multilevel.flat_max_tasks = 0;
     const double unpruned = cost(ScotchMapper(whole));
+    const double coarsened = cost(ScotchMapper(multilevel));
     const double compact = cost(CompactMapper()), scatter = cost(ScatterMapper());
     const double random = cost(RandomMapper(1));
-    double best = std::min({scotch, unpruned, compact, scatter, random});
+    double best = std::min({scotch, unpruned, coarsened, compact, scatter, random});
     if (m.size() <= 8) best = cost(ExhaustiveMapper());
     auto ratio = [](double a, double b) { return b == 0 ? (a == 0 ? 1.0 : 0.0) : a / b; };
     state.counters["vs_best"] = ratio(scotch, best);
@@ -76,6 +83,8 @@ void Quality(benchmark::State& state, const Topology& t, const CommMatrix& m) {
     state.counters["scatter"] = ratio(scatter, scotch);
     state.counters["random"] = ratio(random, scotch);
     state.counters["unpruned"] = ratio(unpruned, scotch);
+    state.counters["kept"] = CommGraph(m, defaults.prune).kept_fraction();
+    state.counters["multilevel"] = ratio(coarsened, scotch);
 }
 
 // Machines of the quality suite: the hwloc test XMLs and synthetic ones up to 256 PUs.
@@ -86,8 +95,8 @@ const std::vector<std::pair<std::string, Topology>>& machines() {
                                 "32em64t-2n8c2t-pci-noio"})
             out.emplace_back(
                 xml, Topology::from_xml_file(std::string(CDSM_TOPOLOGY_DIR) + "/" + xml + ".xml"));
-        for (const char* synthetic :
-             {"pack:2 core:2 pu:2", "pack:4 l3:2 core:8 pu:2", "pack:4 l3:2 core:16 pu:2"})
+        for (const char* synthetic : {"pack:2 core:2 pu:2", "pack:4 l3:2 core:8 pu:2",
+                                      "pack:2 l3:1 core:32 pu:2", "pack:4 l3:2 core:16 pu:2"})
             out.emplace_back(synthetic, Topology::from_synthetic(synthetic));
         return out;
     }();
@@ -96,8 +105,11 @@ const std::vector<std::pair<std::string, Topology>>& machines() {
 
 const int kRegistered = [] {
     for (const auto& [name, topology] : machines()) {
-        // As many tasks as PUs, and half as many (under-subscribed).
-        for (std::size_t n : {topology.pu_count(), topology.pu_count() / 2}) {
+        // As many tasks as PUs, half as many (under-subscribed) and, up to 512 tasks, four
+        // times as many (over-subscribed: large N on small machines, where pruning starts).
+        std::vector<std::size_t> sizes{topology.pu_count(), topology.pu_count() / 2};
+        if (4 * topology.pu_count() <= 512) sizes.push_back(4 * topology.pu_count());
+        for (std::size_t n : sizes) {
             for (auto& pattern : patterns::suite(n)) {
                 const std::string id =
                     "Quality/" + name + "/" + pattern.name + "/n=" + std::to_string(n);

@@ -11,6 +11,8 @@ namespace cdsm::patterns {
 namespace {
 
 constexpr CommMatrix::Value kStrong = 100;
+// Background traffic of dense patterns: 1..kNoise per pair.
+constexpr CommMatrix::Value kNoise = 10;
 
 // The largest divisor of n that is at most its k-th root: the shortest side of a grid.
 std::size_t side(std::size_t n, double k) {
@@ -99,12 +101,40 @@ CommMatrix random_sparse(std::size_t n, std::size_t degree, std::uint64_t seed) 
     return m;
 }
 
+CommMatrix dense_clusters(std::size_t n, std::size_t size, std::uint64_t seed) {
+    CommMatrix m = clusters(n, size);
+    std::mt19937_64 rng(seed);
+    for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t j = i + 1; j < n; ++j) m.add(i, j, 1 + rng() % kNoise);
+    return m;
+}
+
+CommMatrix decaying_stencil_2d(std::size_t n) {
+    const std::size_t y = side(n, 2), x = n / y;
+    CommMatrix m(n);
+    for (std::size_t i = 0; i < n; ++i) {
+        for (std::size_t j = i + 1; j < n; ++j) {
+            const auto dx = static_cast<double>(std::max(i % x, j % x) - std::min(i % x, j % x));
+            const auto dy = static_cast<double>(j / x - i / x);
+            const double d2 = dx * dx + dy * dy;
+            m.set(i, j, std::max<CommMatrix::Value>(1, std::llround(kStrong / d2)));
+        }
+    }
+    return m;
+}
+
 std::vector<Named> suite(std::size_t n) {
-    return {{"stencil-1d", stencil_1d(n)},      {"stencil-2d", stencil_2d(n)},
-            {"stencil-3d", stencil_3d(n)},      {"ring", ring(n)},
-            {"random-pairs", random_pairs(n)},  {"clusters", clusters(n)},
-            {"pipeline", pipeline(n)},          {"all-to-all", all_to_all(n)},
-            {"random-sparse", random_sparse(n)}};
+    return {{"stencil-1d", stencil_1d(n)},
+            {"stencil-2d", stencil_2d(n)},
+            {"stencil-3d", stencil_3d(n)},
+            {"ring", ring(n)},
+            {"random-pairs", random_pairs(n)},
+            {"clusters", clusters(n)},
+            {"pipeline", pipeline(n)},
+            {"all-to-all", all_to_all(n)},
+            {"random-sparse", random_sparse(n)},
+            {"dense-clusters", dense_clusters(n)},
+            {"decaying-stencil-2d", decaying_stencil_2d(n)}};
 }
 
 }  // namespace cdsm::patterns

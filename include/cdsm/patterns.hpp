@@ -34,13 +34,22 @@ CommMatrix all_to_all(std::size_t n);
 /// Every task picks `degree` random partners with random weights 1..100.
 CommMatrix random_sparse(std::size_t n, std::size_t degree = 4, std::uint64_t seed = 1);
 
+/// clusters(n, size) on top of background traffic between every pair (random, 1..10): a dense
+/// matrix whose structure is in its strongest edges.
+CommMatrix dense_clusters(std::size_t n, std::size_t size = 8, std::uint64_t seed = 1);
+/// The tasks on the grid of stencil_2d, every pair communicating 100 / d^2 (at least 1) at
+/// Euclidean grid distance d: dense, with locality at every scale (long-range neighbours carry
+/// most of a task's traffic when the grid is large).
+CommMatrix decaying_stencil_2d(std::size_t n);
+
 /// A named pattern of n tasks, for suites.
 struct Named {
     std::string name;
     CommMatrix matrix;
 };
 /// All the patterns above with their defaults: stencil-1d, stencil-2d, stencil-3d, ring,
-/// random-pairs, clusters, pipeline, all-to-all, random-sparse.
+/// random-pairs, clusters, pipeline, all-to-all, random-sparse, dense-clusters,
+/// decaying-stencil-2d.
 std::vector<Named> suite(std::size_t n);
 
 }  // namespace cdsm::patterns
