@@ -104,10 +104,7 @@ static struct cdsm_task *cdsm_app_add_task(struct cdsm_app *app,
 	t->rearm_next_addr = 0;
 	t->rearm_credit_mpages = 0;
 	t->arrival_ns = ktime_get_boottime_ns();
-	/* Unlocked, as the kernel's own tracepoints read comm. */
-	strscpy_pad(t->comm, p->comm, sizeof(t->comm));
-	if (!idx)
-		memcpy(app->comm, t->comm, sizeof(app->comm));
+	cdsm_task_refresh(app, t);
 	app->nr_tasks++;
 	app->nr_live++;
 	atomic_inc(&cdsm_nr_live_tasks);
@@ -116,9 +113,55 @@ static struct cdsm_task *cdsm_app_add_task(struct cdsm_app *app,
 	return t;
 }
 
+/**
+ * cdsm_task_refresh() - copy a live task's command name and effective uid
+ * into its record (and the application's, for its first task): a task that
+ * execs another program or changes user is seen as it is now.
+ * @app:	the task's application.
+ * @t:		a task that has not exited.
+ *
+ * Context: cdsm_lock held (the task cannot pass its exit tracepoint, so
+ * @t->task is alive).
+ */
+void cdsm_task_refresh(struct cdsm_app *app, struct cdsm_task *t)
+{
+	/* Unlocked, as the kernel's own tracepoints read comm. */
+	strscpy_pad(t->comm, t->task->comm, sizeof(t->comm));
+	t->euid = task_euid(t->task);
+	if (!t->index) {
+		memcpy(app->comm, t->comm, sizeof(app->comm));
+		app->uid = t->euid;
+	}
+}
+
+/**
+ * cdsm_app_has_user() - whether @uid is the effective uid of one of the
+ * application's tasks: now for live tasks, at their exit for the others.
+ * @app:	the application.
+ * @uid:	the user.
+ *
+ * Context: cdsm_lock held.
+ * Return: true if one task has (or had at its exit) @uid.
+ */
+bool cdsm_app_has_user(struct cdsm_app *app, kuid_t uid)
+{
+	u32 i;
+
+	for (i = 0; i < app->nr_tasks; i++) {
+		struct cdsm_task *t = cdsm_app_task(app, i);
+
+		if (!(t->flags & CDSM_TASK_EXITED))
+			cdsm_task_refresh(app, t);
+		if (uid_eq(t->euid, uid))
+			return true;
+	}
+	return false;
+}
+
 /* Marks @t exited. Context: cdsm_lock held. */
 static void cdsm_app_exit_task(struct cdsm_app *app, struct cdsm_task *t)
 {
+	cdsm_task_refresh(app, t);
 	hash_del_rcu(&t->hnode);
 	t->flags |= CDSM_TASK_EXITED;
 	atomic_dec(&cdsm_nr_live_tasks);
@@ -172,12 +215,10 @@ static struct cdsm_app *cdsm_app_create(u32 kind, struct task_struct *first,
 	app->max_tasks = max_tasks;
 	app->cgrp = cgrp;
 	app->start_ns = ktime_get_boottime_ns();
-	if (first) {
-		app->uid = task_euid(first);
+	/* The first task's, once it joins (cdsm_task_refresh()). */
+	app->uid = current_euid();
+	if (first)
 		app->root_pid = task_tgid_nr(first);
-	} else {
-		app->uid = current_euid();
-	}
 	/* Publish the initialised application to the lockless worker. */
 	smp_store_release(&cdsm_apps[slot], app);
 	atomic_inc(&cdsm_nr_apps);
@@ -386,6 +427,47 @@ static void cdsm_app_scan_add(struct cdsm_app *app, struct task_struct *t)
 	spin_unlock(&cdsm_lock);
 }
 
+/*
+ * Creates the application of @root's process tree (@cgrp NULL; @root_pid is
+ * its pid in the caller's namespace) or of cgroup @cgrp (@root NULL; the
+ * application takes the reference), and adds the tasks present now.
+ * Return: as cdsm_app_track_pid() and cdsm_app_track_cgroup().
+ */
+static int cdsm_app_track(struct task_struct *root, pid_t root_pid, struct cgroup *cgrp,
+			  u32 *app_id)
+{
+	struct cdsm_app *app = ERR_PTR(-ENOENT);
+	struct task_struct *g, *t;
+
+	mutex_lock(&cdsm_apps_mutex);
+	spin_lock(&cdsm_lock);
+	rcu_read_lock();
+	if (root && cdsm_task_lookup(root))
+		app = ERR_PTR(-EEXIST);
+	else if (!root || (!(root->flags & PF_EXITING) && root->mm))
+		app = cdsm_app_create(root ? CDSM_TRACK_PID : CDSM_TRACK_CGROUP, root, cgrp,
+				      GFP_ATOMIC);
+	if (IS_ERR(app)) {
+		rcu_read_unlock();
+		spin_unlock(&cdsm_lock);
+		mutex_unlock(&cdsm_apps_mutex);
+		return PTR_ERR(app);
+	}
+	if (root) {
+		app->root_pid = root_pid;
+		cdsm_app_add_threads(app, root->group_leader);
+	}
+	spin_unlock(&cdsm_lock);
+	/* The walk over all tasks holds only RCU (see cdsm_app_scan_add). */
+	for_each_process_thread(g, t)
+		if (root ? cdsm_descends_from(t, root) : t->mm && cdsm_in_cgroup(t, cgrp))
+			cdsm_app_scan_add(app, t);
+	rcu_read_unlock();
+	*app_id = app->id;
+	mutex_unlock(&cdsm_apps_mutex);
+	return 0;
+}
+
 /**
  * cdsm_app_track_pid() - track a process tree.
  * @pid:	the process, in the caller's pid namespace.
@@ -399,9 +481,8 @@ static void cdsm_app_scan_add(struct cdsm_app *app, struct task_struct *t)
  */
 int cdsm_app_track_pid(pid_t pid, u32 *app_id)
 {
-	struct task_struct *root, *g, *t;
-	struct cdsm_app *app;
-	int err = 0;
+	struct task_struct *root;
+	int err;
 
 	rcu_read_lock();
 	root = pid_task(find_vpid(pid), PIDTYPE_PID);
@@ -410,37 +491,7 @@ int cdsm_app_track_pid(pid_t pid, u32 *app_id)
 	rcu_read_unlock();
 	if (!root)
 		return -ENOENT;
-	mutex_lock(&cdsm_apps_mutex);
-	spin_lock(&cdsm_lock);
-	rcu_read_lock();
-	if (cdsm_task_lookup(root)) {
-		err = -EEXIST;
-		goto out;
-	}
-	if (root->flags & PF_EXITING || !root->mm) {
-		err = -ENOENT;
-		goto out;
-	}
-	app = cdsm_app_create(CDSM_TRACK_PID, root, NULL, GFP_ATOMIC);
-	if (IS_ERR(app)) {
-		err = PTR_ERR(app);
-		goto out;
-	}
-	app->root_pid = pid;
-	cdsm_app_add_threads(app, root->group_leader);
-	spin_unlock(&cdsm_lock);
-	/* Descendants: the walk over all tasks holds only RCU (see cdsm_app_scan_add). */
-	for_each_process_thread(g, t)
-		if (cdsm_descends_from(t, root))
-			cdsm_app_scan_add(app, t);
-	rcu_read_unlock();
-	*app_id = app->id;
-	goto unlock;
-out:
-	rcu_read_unlock();
-	spin_unlock(&cdsm_lock);
-unlock:
-	mutex_unlock(&cdsm_apps_mutex);
+	err = cdsm_app_track(root, pid, NULL, app_id);
 	put_task_struct(root);
 	return err;
 }
@@ -457,35 +508,14 @@ unlock:
  */
 int cdsm_app_track_cgroup(const char *path, u32 *app_id)
 {
-	struct task_struct *g, *t;
-	struct cdsm_app *app;
-	struct cgroup *cgrp;
-	int err = 0;
+	struct cgroup *cgrp = cgroup_get_from_path(path);
+	int err;
 
-	cgrp = cgroup_get_from_path(path);
 	if (IS_ERR(cgrp))
 		return -ENOENT;
-	mutex_lock(&cdsm_apps_mutex);
-	spin_lock(&cdsm_lock);
-	rcu_read_lock();
-	app = cdsm_app_create(CDSM_TRACK_CGROUP, NULL, cgrp, GFP_ATOMIC);
-	if (IS_ERR(app)) {
-		err = PTR_ERR(app);
+	err = cdsm_app_track(NULL, 0, cgrp, app_id);
+	if (err)
 		cgroup_put(cgrp);
-		goto out;
-	}
-	spin_unlock(&cdsm_lock);
-	for_each_process_thread(g, t)
-		if (t->mm && cdsm_in_cgroup(t, cgrp))
-			cdsm_app_scan_add(app, t);
-	rcu_read_unlock();
-	*app_id = app->id;
-	goto unlock;
-out:
-	rcu_read_unlock();
-	spin_unlock(&cdsm_lock);
-unlock:
-	mutex_unlock(&cdsm_apps_mutex);
 	return err;
 }
 

@@ -34,7 +34,9 @@
  * @sharer:		cdsm_sharer() of the application and @index.
  * @flags:		CDSM_TASK_*.
  * @arrival_ns:		when it joined (CLOCK_BOOTTIME).
- * @comm:		command name when it joined.
+ * @comm:		command name: at join, then as last seen (a query of the
+ *			application's tasks or readers, the task's exit).
+ * @euid:		effective uid, as @comm.
  * @rearm_next_addr:	first address of the next re-arming walk of its
  *			process (used on the first task of each process).
  * @rearm_credit_mpages: re-arming budget not yet spent, in 1/1000 pages;
@@ -50,6 +52,7 @@ struct cdsm_task {
 	u32 flags;
 	u64 arrival_ns;
 	char comm[TASK_COMM_LEN];
+	kuid_t euid;
 	unsigned long rearm_next_addr;
 	s64 rearm_credit_mpages;
 };
@@ -63,7 +66,7 @@ struct cdsm_task {
  * @kind:		enum cdsm_track_kind.
  * @flags:		CDSM_APP_*, under cdsm_lock.
  * @root_pid:		the tracked process, 0 for a cgroup.
- * @uid:		effective uid of the first task.
+ * @uid:		effective uid of the first task, as its @euid.
  * @cgrp:		the tracked cgroup (a reference), or NULL.
  * @start_ns:		creation time.
  * @end_ns:		when the last task exited, 0 while running.
@@ -72,7 +75,7 @@ struct cdsm_task {
  * @max_tasks:		limit of @nr_tasks, max_tasks when created.
  * @chunks:		@max_tasks / CDSM_TASK_CHUNK pointers to task records.
  * @spare_chunk:	a chunk kept ready for atomic context, refilled by the worker.
- * @comm:		command name of the first task.
+ * @comm:		command name of the first task, as its @comm.
  * @mutex:		protects @matrix and @events.
  * @matrix:		communication events, @matrix.dim >= @nr_tasks after the worker grew it.
  * @events:		communication events counted.
@@ -123,6 +126,8 @@ void cdsm_apps_free_all(void);
 
 struct cdsm_task *cdsm_task_lookup(struct task_struct *p);
 struct cdsm_task *cdsm_app_task(struct cdsm_app *app, u32 index);
+void cdsm_task_refresh(struct cdsm_app *app, struct cdsm_task *t);
+bool cdsm_app_has_user(struct cdsm_app *app, kuid_t uid);
 
 int cdsm_app_track_pid(pid_t pid, u32 *app_id);
 int cdsm_app_track_cgroup(const char *path, u32 *app_id);

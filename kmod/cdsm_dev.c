@@ -49,23 +49,61 @@ static long cdsm_arg_out(void __user *uarg, const void *karg, size_t ksize)
 	return copy_to_user(uarg, karg, ksize) ? -EFAULT : 0;
 }
 
-static bool cdsm_may_read(const struct cdsm_app *app)
+/*
+ * Copies @bytes of @buf (kvmalloc'ed, freed here) to user address @uptr,
+ * then the argument struct @karg back to @uarg.
+ */
+static long cdsm_arg_out_array(void __user *uarg, const void *karg, size_t ksize,
+			       u64 uptr, void *buf, size_t bytes)
 {
-	return capable(CAP_SYS_ADMIN) || uid_eq(current_euid(), app->uid);
+	long err = 0;
+
+	if (bytes && copy_to_user(u64_to_user_ptr(uptr), buf, bytes))
+		err = -EFAULT;
+	kvfree(buf);
+	return err ?: cdsm_arg_out(uarg, karg, ksize);
+}
+
+/*
+ * A reader has CAP_SYS_ADMIN (@admin) or the effective uid of one of the
+ * application's tasks (see cdsm_app_has_user()). Context: cdsm_lock held.
+ */
+static bool cdsm_may_read(struct cdsm_app *app, bool admin)
+{
+	return admin || cdsm_app_has_user(app, current_euid());
 }
 
 /* Finds an application the caller may read; -ENOENT or -EPERM otherwise. */
 static struct cdsm_app *cdsm_app_get_readable(u32 id)
 {
 	struct cdsm_app *app = cdsm_app_get(id);
+	bool readable;
 
 	if (!app)
 		return ERR_PTR(-ENOENT);
-	if (!cdsm_may_read(app)) {
+	readable = capable(CAP_SYS_ADMIN);
+	if (!readable) {
+		spin_lock(&cdsm_lock);
+		readable = cdsm_may_read(app, false);
+		spin_unlock(&cdsm_lock);
+	}
+	if (!readable) {
 		cdsm_app_put(app);
 		return ERR_PTR(-EPERM);
 	}
 	return app;
+}
+
+/*
+ * Copies the argument struct in (see cdsm_arg_in()), then finds the readable
+ * application whose id it holds at @app_id.
+ */
+static struct cdsm_app *cdsm_arg_in_readable(void *karg, size_t ksize, void __user *uarg,
+					     const u32 *app_id)
+{
+	long err = cdsm_arg_in(karg, ksize, uarg);
+
+	return err < 0 ? ERR_PTR(err) : cdsm_app_get_readable(*app_id);
 }
 
 static void cdsm_fill_app_info(struct cdsm_app_info *info, struct cdsm_app *app)
@@ -91,6 +129,7 @@ static long cdsm_ioc_list_apps(unsigned int nr, void __user *uarg)
 	struct cdsm_list_apps a;
 	struct cdsm_app_info *infos;
 	u32 n = 0;
+	bool admin;
 	long err;
 	int slot;
 
@@ -102,9 +141,10 @@ static long cdsm_ioc_list_apps(unsigned int nr, void __user *uarg)
 	infos = kcalloc(CDSM_MAX_APPS, sizeof(*infos), GFP_KERNEL);
 	if (!infos)
 		return -ENOMEM;
+	admin = capable(CAP_SYS_ADMIN);
 	spin_lock(&cdsm_lock);
 	for (slot = 0; slot < CDSM_MAX_APPS; slot++)
-		if (cdsm_apps[slot] && cdsm_may_read(cdsm_apps[slot]))
+		if (cdsm_apps[slot] && cdsm_may_read(cdsm_apps[slot], admin))
 			cdsm_fill_app_info(&infos[n++], cdsm_apps[slot]);
 	spin_unlock(&cdsm_lock);
 	a.count = n;
@@ -125,10 +165,7 @@ static long cdsm_ioc_get_tasks(unsigned int nr, void __user *uarg)
 	u32 i, n;
 	long err;
 
-	err = cdsm_arg_in(&a, sizeof(a), uarg);
-	if (err < 0)
-		return err;
-	app = cdsm_app_get_readable(a.app_id);
+	app = cdsm_arg_in_readable(&a, sizeof(a), uarg, &a.app_id);
 	if (IS_ERR(app))
 		return PTR_ERR(app);
 	/* nr_tasks only grows, and records never move: fill up to n. */
@@ -145,6 +182,8 @@ static long cdsm_ioc_get_tasks(unsigned int nr, void __user *uarg)
 	for (i = 0; i < n; i++) {
 		struct cdsm_task *t = cdsm_app_task(app, i);
 
+		if (!(t->flags & CDSM_TASK_EXITED))
+			cdsm_task_refresh(app, t);
 		infos[i].tid = t->tid;
 		infos[i].tgid = t->tgid;
 		infos[i].index = t->index;
@@ -153,11 +192,7 @@ static long cdsm_ioc_get_tasks(unsigned int nr, void __user *uarg)
 		memcpy(infos[i].comm, t->comm, sizeof(infos[i].comm));
 	}
 	spin_unlock(&cdsm_lock);
-	if (n && copy_to_user(u64_to_user_ptr(a.tasks_ptr), infos, n * sizeof(*infos)))
-		err = -EFAULT;
-	else
-		err = cdsm_arg_out(uarg, &a, sizeof(a));
-	kvfree(infos);
+	err = cdsm_arg_out_array(uarg, &a, sizeof(a), a.tasks_ptr, infos, n * sizeof(*infos));
 out:
 	cdsm_app_put(app);
 	return err;
@@ -170,10 +205,7 @@ static long cdsm_ioc_get_matrix(unsigned int nr, void __user *uarg)
 	u32 *cells = NULL, dim, rows, i;
 	long err;
 
-	err = cdsm_arg_in(&a, sizeof(a), uarg);
-	if (err < 0)
-		return err;
-	app = cdsm_app_get_readable(a.app_id);
+	app = cdsm_arg_in_readable(&a, sizeof(a), uarg, &a.app_id);
 	if (IS_ERR(app))
 		return PTR_ERR(app);
 	dim = READ_ONCE(app->nr_tasks);
@@ -199,11 +231,7 @@ static long cdsm_ioc_get_matrix(unsigned int nr, void __user *uarg)
 	a.snapshot_ns = ktime_get_boottime_ns();
 	mutex_unlock(&app->mutex);
 	a.dim = dim;
-	if (dim && copy_to_user(u64_to_user_ptr(a.cells_ptr), cells, cdsm_matrix_mem_sz(dim)))
-		err = -EFAULT;
-	else
-		err = cdsm_arg_out(uarg, &a, sizeof(a));
-	kvfree(cells);
+	err = cdsm_arg_out_array(uarg, &a, sizeof(a), a.cells_ptr, cells, cdsm_matrix_mem_sz(dim));
 out:
 	cdsm_app_put(app);
 	return err;
