@@ -19,6 +19,8 @@
 #include <iostream>
 #include <numeric>
 
+#include "capabilities.hpp"
+
 namespace cdsm::cdsmd {
 
 using daemon::Json;
@@ -651,6 +653,9 @@ Clock::time_point Daemon::next_wakeup() const {
 }
 
 int Daemon::run() {
+    const auto kept = drop_capabilities();
+    spdlog::info("capabilities kept: {} (every other one dropped)",
+                 kept.empty() ? std::string("none") : fmt::format("{}", fmt::join(kept, ", ")));
     open_kernel();
     load_state();
     apply_kernel_params();

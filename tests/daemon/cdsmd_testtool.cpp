@@ -8,6 +8,9 @@
 //       placement's cost on the true matrix within R (default 1.05) times the Scotch mapping of
 //       the true matrix (--max-ratio 0: partners only); with --within, retried until S seconds
 //       after the file was written
+//   cdsmd-testtool notify --socket PATH [--until LINE] [--seconds S]
+//       listens as systemd's NOTIFY_SOCKET and prints the messages until one has LINE
+//       (default READY=1); fails after S seconds (default 10) without it
 //   cdsmd-testtool selfpin --threads N --pin-after S --cpu C --seconds T --truth FILE
 //       N threads in pairs (i, N-1-i) sharing memory; after S seconds thread 0 binds itself to
 //       CPU C (-1: two CPUs after its current one), like a runtime that changes its own
@@ -16,15 +19,19 @@
 #include <pthread.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <cdsm/cost.hpp>
 #include <cdsm/mapper.hpp>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -92,25 +99,47 @@ int current_cpu(pid_t tid) {
     return -1;  // not bound to one CPU: no placement to judge
 }
 
-// The package (socket) of an OS CPU, as Linux reports it.
+// The package (socket) of an OS CPU, as Linux reports it (read once per CPU).
 int package_of(std::uint32_t cpu) {
+    static std::map<std::uint32_t, int> known;
+    if (const auto it = known.find(cpu); it != known.end()) return it->second;
     std::ifstream in(
         fmt::format("/sys/devices/system/cpu/cpu{}/topology/physical_package_id", cpu));
     int id = -1;
     in >> id;
-    return id;
+    return known[cpu] = id;
 }
 
-// One check; prints what it saw when `verbose`.
-bool placement_ok(const Truth& truth, const cdsm::Topology& topo, const cdsm::Distances& dist,
-                  double max_ratio, bool verbose) {
-    const std::size_t n = truth.tids.size();
-    cdsm::CommMatrix m(n);
-    for (std::size_t i = 0; i < n; ++i) {
-        for (std::size_t j : truth.partners[i]) {
-            if (i < j) m.set(i, j, 100);
+// What the placement is judged against, computed once: the checks themselves must be quick, so
+// that the first moment the placement is right is seen (the vCPUs are busy).
+struct Judge {
+    const Truth& truth;
+    const cdsm::Topology& topo;
+    const cdsm::Distances& dist;
+    double max_ratio;
+    cdsm::CommMatrix matrix;
+    double best_cost = 0;
+    bool pairing = true;
+
+    Judge(const Truth& t, const cdsm::Topology& tp, const cdsm::Distances& d, double r)
+        : truth(t), topo(tp), dist(d), max_ratio(r), matrix(t.tids.size()) {
+        for (std::size_t i = 0; i < t.tids.size(); ++i) {
+            for (std::size_t j : t.partners[i]) {
+                if (i < j) matrix.set(i, j, 100);
+            }
+            // Partners must share a package when the pattern allows it: one partner each.
+            pairing = pairing && t.partners[i].size() == 1;
         }
+        const auto best = cdsm::make_mapper("scotch")->map({matrix, topo, dist, nullptr});
+        best_cost = cdsm::mapping_cost(matrix, best, dist);
     }
+};
+
+// One check; prints what it saw when `verbose`.
+bool placement_ok(const Judge& judge, bool verbose) {
+    const Truth& truth = judge.truth;
+    const cdsm::Topology& topo = judge.topo;
+    const std::size_t n = truth.tids.size();
     std::vector<cdsm::PuId> pus;
     std::string where;
     for (pid_t tid : truth.tids) {
@@ -132,13 +161,10 @@ bool placement_ok(const Truth& truth, const cdsm::Topology& topo, const cdsm::Di
                 ++apart;
         }
     }
-    const double cost = cdsm::mapping_cost(m, cdsm::Placement(pus), dist);
-    const auto best = cdsm::make_mapper("scotch")->map({m, topo, dist, nullptr});
-    const double best_cost = cdsm::mapping_cost(m, best, dist);
-    // Partners must share a package when the pattern allows it: one partner each (pairings).
-    bool pairing = true;
-    for (const auto& p : truth.partners) pairing = pairing && p.size() == 1;
-    const bool ok = (!pairing || apart == 0) && (max_ratio <= 0 || cost <= max_ratio * best_cost);
+    const double cost = cdsm::mapping_cost(judge.matrix, cdsm::Placement(pus), judge.dist);
+    const double best_cost = judge.best_cost, max_ratio = judge.max_ratio;
+    const bool ok =
+        (!judge.pairing || apart == 0) && (max_ratio <= 0 || cost <= max_ratio * best_cost);
     if (verbose) {
         std::printf(
             "placement: tid:cpu%s\nplacement: %zu partner pair(s) on different packages, "
@@ -159,27 +185,29 @@ double age_of(const std::string& file) {
 
 int placement(const std::string& file, double within, double max_ratio) {
     // Started before the workload (a checker started after it would load late on a VM whose
-    // vCPUs the workload keeps busy): wait for the truth file first.
-    for (int i = 0; !std::filesystem::exists(file); ++i) {
-        if (i == 1200) throw std::runtime_error("no truth file " + file + " after 120 s");
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
+    // vCPUs the workload keeps busy): the machine first, then wait for the truth file.
     const cdsm::Topology topo = cdsm::Topology::from_system();
     const cdsm::Distances dist(topo);
+    for (int i = 0; !std::filesystem::exists(file) || std::filesystem::is_empty(file); ++i) {
+        if (i == 12000) throw std::runtime_error("no truth file " + file + " after 120 s");
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
     const Truth truth = read_truth(file);
-    for (;;) {
+    const Judge judge(truth, topo, dist, max_ratio);
+    for (bool first = true;; first = false) {
         const double elapsed = age_of(file);
-        if (elapsed <= within && placement_ok(truth, topo, dist, max_ratio, false)) {
-            placement_ok(truth, topo, dist, max_ratio, true);
-            std::printf("placement: ok after %.2f s\n", elapsed);
+        if (elapsed <= within && placement_ok(judge, false)) {
+            placement_ok(judge, true);
+            std::printf("placement: ok %s %.2f s\n", first ? "at the first check, after" : "after",
+                        elapsed);
             return 0;
         }
         if (elapsed >= within) {
-            placement_ok(truth, topo, dist, max_ratio, true);
+            placement_ok(judge, true);
             std::printf("placement: still wrong after %.2f s\n", elapsed);
             return 1;
         }
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
 }
 
@@ -240,6 +268,36 @@ int selfpin(int threads, double pin_after, int cpu, double seconds, const std::s
 
 }  // namespace
 
+// Listens on a datagram socket as systemd's NOTIFY_SOCKET and prints each message (one line per
+// assignment) until one holds `until` (e.g. READY=1); fails after `seconds` without it.
+int notify(const std::string& path, const std::string& until, double seconds) {
+    const int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (fd < 0 || path.size() >= sizeof(addr.sun_path)) throw std::runtime_error("socket " + path);
+    std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+    ::unlink(path.c_str());
+    if (::bind(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr) < 0)
+        throw std::runtime_error("bind " + path + ": " + std::strerror(errno));
+    const timeval tv{1, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    const auto end = Clock::now() + std::chrono::duration<double>(seconds);
+    char buf[4096];
+    while (Clock::now() < end) {
+        const ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+        if (n <= 0) continue;
+        const std::string message(buf, std::size_t(n));
+        std::printf("notify: %s\n", message.c_str());
+        std::fflush(stdout);
+        std::istringstream lines(message);
+        for (std::string line; std::getline(lines, line);) {
+            if (line == until) return 0;
+        }
+    }
+    std::printf("notify: no %s within %.0f s\n", until.c_str(), seconds);
+    return 1;
+}
+
 int main(int argc, char** argv) {
     CLI::App app{"cdsmd's VM-test helper", "cdsmd-testtool"};
     app.require_subcommand(1);
@@ -259,9 +317,15 @@ int main(int argc, char** argv) {
     sp->add_option("--cpu", cpu);
     sp->add_option("--seconds", seconds);
     sp->add_option("--truth", truth)->required();
+    std::string until = "READY=1";
+    auto* nt = app.add_subcommand("notify", "listen as systemd's NOTIFY_SOCKET for a message");
+    nt->add_option("--socket", socket)->required();
+    nt->add_option("--until", until);
+    nt->add_option("--seconds", seconds);
     CLI11_PARSE(app, argc, argv);
     try {
         if (*req) return request(json, socket);
+        if (*nt) return notify(socket, until, seconds);
         if (*pl) return placement(truth, within, ratio);
         return selfpin(threads, pin_after, cpu, seconds, truth);
     } catch (const std::exception& e) {
