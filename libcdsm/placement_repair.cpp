@@ -154,4 +154,43 @@ void refine(std::vector<PuId>& pus, const CommGraph& graph, const Topology& topo
     }
 }
 
+void escape(std::vector<PuId>& pus, const CommGraph& graph, const Topology& topology,
+            const Distances& distances, std::size_t max_rounds) {
+    const std::size_t p_count = distances.pu_count(), n = pus.size();
+    const std::size_t low = n / p_count, high = (n + p_count - 1) / p_count;
+    auto cost_of = [&](const std::vector<PuId>& where) {
+        double cost = 0;
+        for (std::size_t t = 0; t < n; ++t) cost += cost_on(t, where[t], where, graph, distances);
+        return cost / 2;
+    };
+    double best = cost_of(pus);
+    // The first kick (a swap, or a move to a PU with room) after which refine() ends cheaper.
+    auto kick = [&]() {
+        const auto load = loads_of(pus, p_count);
+        for (std::size_t t = 0; t < n; ++t) {
+            for (std::size_t u = t; u < n; ++u) {
+                for (PuId to = 0; to < p_count; ++to) {
+                    std::vector<PuId> trial = pus;
+                    if (u != t) {  // swap t and u
+                        if (to > 0 || pus[t] == pus[u]) break;
+                        std::swap(trial[t], trial[u]);
+                    } else {  // move t to `to`
+                        if (to == pus[t] || load[pus[t]] <= low || load[to] >= high) continue;
+                        trial[t] = to;
+                    }
+                    refine(trial, graph, topology, distances);
+                    if (const double cost = cost_of(trial); cost < best - 1e-9) {
+                        best = cost;
+                        pus = std::move(trial);
+                        return true;
+                    }
+                }
+            }
+        }
+        return false;
+    };
+    for (std::size_t round = 0; round < max_rounds && kick(); ++round) {
+    }
+}
+
 }  // namespace cdsm::detail

@@ -22,4 +22,10 @@ void rebalance(std::vector<PuId>& pus, const CommGraph& graph, const Distances& 
 void refine(std::vector<PuId>& pus, const CommGraph& graph, const Topology& topology,
             const Distances& distances, std::size_t max_passes = 8);
 
+/// For small problems, after refine(): leaves a local optimum by one step uphill (any single
+/// swap or move) followed by refine(), keeping the first that ends cheaper; at most `max_rounds`
+/// times. A trial costs a refine(), so this is for a few dozen tasks at most.
+void escape(std::vector<PuId>& pus, const CommGraph& graph, const Topology& topology,
+            const Distances& distances, std::size_t max_rounds = 16);
+
 }  // namespace cdsm::detail

@@ -244,6 +244,8 @@ Placement ScotchMapper::map(const MappingProblem& problem) const {
         }
         best = std::move(pus);
     }
+    if (n * p <= options_.escape_max_size && whole)
+        detail::escape(best, *whole, problem.topology, problem.distances);
     return Placement(std::move(best));
 }
 

@@ -35,6 +35,12 @@ struct ScotchOptions {
     /// can fall into a local optimum that swaps cannot leave.
     std::size_t attempts_max_tasks = 16;
     std::size_t attempts = 4;
+    /// Small problems (tasks x PUs at most this, tasks at most refine_max_tasks) then leave the
+    /// local optimum of the swaps: each single swap or move, even one that raises the cost, is
+    /// tried followed by the local search, while one ends cheaper. Swaps alone left 3 % of small
+    /// random patterns more than 2 % above the optimum on a 2x2x2 machine (0.02 % after); a
+    /// trial costs a local search, hence the bound (0.3 ms for 8 tasks on 8 PUs).
+    std::size_t escape_max_size = 128;
 };
 
 /// Dual recursive bipartitioning with Scotch (SCOTCH_graphMap) of the communication graph onto

@@ -19,18 +19,34 @@ using test::machine;
 using test::Target;
 using ::testing::HasSubstr;
 
-TEST(Mapper, ScotchMatchesTheOptimumForUpToEightTasks) {
-    const Target s(test::small_machine());
+// The suite with its defaults, and random sparse patterns of several degrees and seeds.
+std::vector<patterns::Named> suite_and_random(std::size_t n) {
+    auto all = patterns::suite(n);
+    for (std::size_t degree : {1u, 2u, 4u})
+        for (std::uint64_t seed = 2; seed <= 12; ++seed)
+            all.push_back(
+                {"random-sparse degree " + std::to_string(degree) + " seed " + std::to_string(seed),
+                 patterns::random_sparse(n, degree, seed)});
+    return all;
+}
+
+// Every pattern of 2 to `max_tasks` tasks (under-subscribed below the PU count) is mapped
+// within 2 % of the exhaustive optimum.
+void expect_near_optimum(const Target& s, std::size_t max_tasks) {
     const ScotchMapper scotch;
     const ExhaustiveMapper exhaustive;
-    for (std::size_t n = 2; n <= 8; ++n) {
-        for (const auto& [name, m] : patterns::suite(n)) {
+    for (std::size_t n = 2; n <= max_tasks; ++n) {
+        for (const auto& [name, m] : suite_and_random(n)) {
             const Placement best = s.map(exhaustive, m);
             const Placement mapped = s.map(scotch, m);
-            ASSERT_TRUE(mapped.is_balanced(8)) << name << " n=" << n;
+            ASSERT_TRUE(mapped.is_balanced(s.topology.pu_count())) << name << " n=" << n;
             EXPECT_LE(s.cost(m, mapped), 1.02 * s.cost(m, best)) << name << " n=" << n;
         }
     }
+}
+
+TEST(Mapper, ScotchMatchesTheOptimumForUpToEightTasks) {
+    expect_near_optimum(Target(test::small_machine()), 8);
 }
 
 TEST(Mapper, ExhaustiveIsNeverBeatenByAnyBaseline) {
@@ -108,15 +124,10 @@ TEST(Mapper, ScotchBeatsTheBaselinesOnStructuredPatterns) {
 }
 
 TEST(Mapper, RestrictedMachineUsesOnlyAllowedPus) {
+    // 10 of the 16 PUs allowed, in packages of 1 or 2 cores: within 2 % of the optimum too.
     const Target s(machine("16amd64-8n2c-cpusets.xml"));
+    expect_near_optimum(s, 10);
     const ScotchMapper scotch;
-    for (const auto& [name, m] : patterns::suite(8)) {
-        const Placement p = s.map(scotch, m);
-        EXPECT_TRUE(p.is_balanced(10)) << name;
-        // Scotch meets the optimum on symmetric trees (above); on this lopsided one a chain can
-        // end up 10 % off (stencil-1d: 5500 against 5100), so the bound is looser.
-        EXPECT_LE(s.cost(m, p), 1.15 * s.cost(m, s.map(ExhaustiveMapper(), m))) << name;
-    }
     // Pairs land on the two cores of one package (OS 0 and 1, 2 and 3, ...), never across.
     const CommMatrix pairs = patterns::random_pairs(8, 3);
     const Placement p = s.map(scotch, pairs);
