@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "cdsm/baseline_mappers.hpp"
 #include "cdsm/cost.hpp"
 #include "cdsm/error.hpp"
 #include "placement_repair.hpp"
@@ -243,6 +244,17 @@ Placement ScotchMapper::map(const MappingProblem& problem) const {
             best_cost = cost;
         }
         best = std::move(pus);
+    }
+    if (refining && options_.compact_start) {
+        // Bipartitioning can cut chains badly on lopsided over-subscribed machines (a 1-D
+        // stencil of 40 tasks on 10 PUs of packages of 1 or 2 cores: 1.5 times compact's cost);
+        // the local search from the compact placement is the second candidate.
+        const Placement compact = CompactMapper().map(problem);
+        std::vector<PuId> pus(compact.pus().begin(), compact.pus().end());
+        detail::refine(pus, *whole, problem.topology, problem.distances);
+        if (mapping_cost(problem.matrix, Placement(pus), problem.distances) <
+            mapping_cost(problem.matrix, Placement(best), problem.distances))
+            best = std::move(pus);
     }
     if (n * p <= options_.escape_max_size && whole)
         detail::escape(best, *whole, problem.topology, problem.distances);

@@ -41,6 +41,9 @@ struct ScotchOptions {
     /// random patterns more than 2 % above the optimum on a 2x2x2 machine (0.02 % after); a
     /// trial costs a local search, hence the bound (0.3 ms for 8 tasks on 8 PUs).
     std::size_t escape_max_size = 128;
+    /// With the local search (refine_max_tasks), also start it from the compact placement and
+    /// keep that result if it is cheaper.
+    bool compact_start = true;
 };
 
 /// Dual recursive bipartitioning with Scotch (SCOTCH_graphMap) of the communication graph onto
