@@ -7,6 +7,7 @@
 //     vs_best    scotch / best known (the exhaustive optimum when N <= 8, else the cheapest of
 //                scotch, unpruned scotch, multilevel scotch, compact, scatter and random)
 //     compact, scatter, random   that baseline's cost / scotch's (> 1: scotch is better)
+//                (every ratio is inf when its divisor is 0 and the other cost is not)
 //     unpruned   scotch without pruning / scotch (> 1: pruning helped; < 1: it hurt)
 //     kept       share of the communication that the pruned graph keeps (1: nothing pruned)
 //     multilevel scotch with Scotch's default multilevel strategy at every size (no flat
@@ -14,6 +15,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -77,7 +79,9 @@ void Quality(benchmark::State& state, const Topology& t, const CommMatrix& m) {
     const double random = cost(RandomMapper(1));
     double best = std::min({scotch, unpruned, coarsened, compact, scatter, random});
     if (m.size() <= 8) best = cost(ExhaustiveMapper());
-    auto ratio = [](double a, double b) { return b == 0 ? (a == 0 ? 1.0 : 0.0) : a / b; };
+    auto ratio = [](double a, double b) {
+        return b == 0 ? (a == 0 ? 1.0 : std::numeric_limits<double>::infinity()) : a / b;
+    };
     state.counters["vs_best"] = ratio(scotch, best);
     state.counters["compact"] = ratio(compact, scotch);
     state.counters["scatter"] = ratio(scatter, scotch);

@@ -138,6 +138,19 @@ TEST(Mapper, RestrictedMachineUsesOnlyAllowedPus) {
             }
 }
 
+TEST(Mapper, OverSubscribedRestrictedMachineBeatsTheBaselines) {
+    // 4 tasks per PU on 10 PUs in packages of 1 or 2 cores: bipartitioning alone cut a chain
+    // into pieces that cost 1.5 times the compact placement.
+    const Target s(machine("16amd64-8n2c-cpusets.xml"));
+    for (const auto& [name, m] : patterns::suite(40)) {
+        const Placement p = s.map(ScotchMapper(), m);
+        EXPECT_TRUE(p.is_balanced(10)) << name;
+        for (const char* other : {"compact", "scatter"})
+            EXPECT_LE(s.cost(m, p), s.cost(m, s.map(*make_mapper(other), m)))
+                << name << " " << other;
+    }
+}
+
 TEST(Mapper, BaselinesDoWhatTheirNamesSay) {
     const Target s(test::small_machine());
     const CommMatrix m(4);
