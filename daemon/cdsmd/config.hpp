@@ -54,7 +54,7 @@ struct Config {
     /// a handful of faults are noise and would migrate for nothing.
     std::uint32_t min_events = 20;
     IntervalConfig interval;
-    double idle_cpu = 0.10;  ///< a task using less of one CPU than this is idle
+    double idle_cpu = 0.10;  ///< a task runnable less than this share of the time is idle
     std::vector<std::string> launchers = {"mpirun", "mpiexec",        "orterun", "orted",
                                           "prted",  "prterun",        "prte",    "slurmstepd",
                                           "srun",   "hydra_pmi_proxy"};
