@@ -7,6 +7,9 @@
 namespace cdsm::detail {
 namespace {
 
+// Cost differences below this are rounding, not improvements.
+constexpr double kEpsilon = 1e-9;
+
 // What task t would pay to the others if it ran on PU p.
 double cost_on(std::size_t t, PuId p, const std::vector<PuId>& pus, const CommGraph& graph,
                const Distances& distances) {
@@ -125,7 +128,6 @@ void refine(std::vector<PuId>& pus, const CommGraph& graph, const Topology& topo
         ++load[to];
         pus[t] = to;
     };
-    constexpr double kEpsilon = 1e-9;
     for (std::size_t pass = 0; pass < max_passes; ++pass) {
         bool improved = false;
         for (std::size_t t = 0; t < n; ++t) {
@@ -164,27 +166,30 @@ void escape(std::vector<PuId>& pus, const CommGraph& graph, const Topology& topo
         return cost / 2;
     };
     double best = cost_of(pus);
-    // The first kick (a swap, or a move to a PU with room) after which refine() ends cheaper.
+    auto try_kick = [&](std::vector<PuId> trial) {
+        refine(trial, graph, topology, distances);
+        const double cost = cost_of(trial);
+        if (cost >= best - kEpsilon) return false;
+        best = cost;
+        pus = std::move(trial);
+        return true;
+    };
+    // The first kick (a move of a task to a PU with room, or a swap of two tasks) after which
+    // refine() ends cheaper.
     auto kick = [&]() {
         const auto load = loads_of(pus, p_count);
         for (std::size_t t = 0; t < n; ++t) {
-            for (std::size_t u = t; u < n; ++u) {
-                for (PuId to = 0; to < p_count; ++to) {
-                    std::vector<PuId> trial = pus;
-                    if (u != t) {  // swap t and u
-                        if (to > 0 || pus[t] == pus[u]) break;
-                        std::swap(trial[t], trial[u]);
-                    } else {  // move t to `to`
-                        if (to == pus[t] || load[pus[t]] <= low || load[to] >= high) continue;
-                        trial[t] = to;
-                    }
-                    refine(trial, graph, topology, distances);
-                    if (const double cost = cost_of(trial); cost < best - 1e-9) {
-                        best = cost;
-                        pus = std::move(trial);
-                        return true;
-                    }
-                }
+            for (PuId to = 0; to < p_count; ++to) {
+                if (to == pus[t] || load[pus[t]] <= low || load[to] >= high) continue;
+                std::vector<PuId> trial = pus;
+                trial[t] = to;
+                if (try_kick(std::move(trial))) return true;
+            }
+            for (std::size_t u = t + 1; u < n; ++u) {
+                if (pus[t] == pus[u]) continue;
+                std::vector<PuId> trial = pus;
+                std::swap(trial[t], trial[u]);
+                if (try_kick(std::move(trial))) return true;
             }
         }
         return false;
