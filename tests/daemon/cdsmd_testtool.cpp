@@ -11,6 +11,9 @@
 //   cdsmd-testtool notify --socket PATH [--until LINE] [--seconds S]
 //       listens as systemd's NOTIFY_SOCKET and prints the messages until one has LINE
 //       (default READY=1); fails after S seconds (default 10) without it
+//   cdsmd-testtool churn --threads N --seconds S
+//       N slots in pairs, each running one busy thread at a time that lives 0.2-1 s: tasks
+//       exit while cdsmd maps and migrates them
 //   cdsmd-testtool selfpin --threads N --pin-after S --cpu C --seconds T --truth FILE
 //       N threads in pairs (i, N-1-i) sharing memory; after S seconds thread 0 binds itself to
 //       CPU C (-1: two CPUs after its current one), like a runtime that changes its own
@@ -298,6 +301,43 @@ int notify(const std::string& path, const std::string& until, double seconds) {
     return 1;
 }
 
+// Pairs of short-lived threads for `seconds`: each of `threads` slots runs one busy thread at a
+// time that shares a page with its partner slot's and exits after 0.2-1 s, then starts the next:
+// tasks keep exiting while cdsmd maps and migrates them. Prints how many threads ran.
+int churn(int threads, double seconds) {
+    const std::size_t page = std::size_t(sysconf(_SC_PAGESIZE));
+    const std::size_t pairs = std::size_t(threads) / 2;
+    void* mem =
+        mmap(nullptr, pairs * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED) throw std::runtime_error("mmap failed");
+    auto* words = static_cast<std::atomic<std::uint64_t>*>(mem);
+    const std::size_t per_pair = page / sizeof(std::uint64_t);
+    const auto end = Clock::now() + std::chrono::duration<double>(seconds);
+    std::atomic<long> started{0};
+    auto slot = [&](int i) {
+        std::uint64_t seed = std::uint64_t(i) * 7919 + 1;
+        while (Clock::now() < end) {
+            seed = seed * 6364136223846793005u + 1442695040888963407u;
+            const auto life = std::chrono::milliseconds(200 + (seed >> 33) % 800);
+            std::thread worker([&, life] {
+                std::atomic<std::uint64_t>* mine =
+                    words + (std::size_t(i) % pairs) * per_pair + std::size_t(i / int(pairs));
+                const auto stop = Clock::now() + life;
+                while (Clock::now() < stop) {
+                    for (std::size_t k = 0; k < per_pair; k += 8) mine[k].fetch_add(1);
+                }
+            });
+            ++started;
+            worker.join();
+        }
+    };
+    std::vector<std::thread> slots;
+    for (int i = 0; i < threads; ++i) slots.emplace_back(slot, i);
+    for (auto& t : slots) t.join();
+    std::printf("churn: %ld threads ran in %.0f s\n", started.load(), seconds);
+    return 0;
+}
+
 int main(int argc, char** argv) {
     CLI::App app{"cdsmd's VM-test helper", "cdsmd-testtool"};
     app.require_subcommand(1);
@@ -322,8 +362,12 @@ int main(int argc, char** argv) {
     nt->add_option("--socket", socket)->required();
     nt->add_option("--until", until);
     nt->add_option("--seconds", seconds);
+    auto* ch = app.add_subcommand("churn", "pairs of threads that keep exiting and restarting");
+    ch->add_option("--threads", threads)->check(CLI::Range(2, 64));
+    ch->add_option("--seconds", seconds);
     CLI11_PARSE(app, argc, argv);
     try {
+        if (*ch) return churn(threads, seconds);
         if (*req) return request(json, socket);
         if (*nt) return notify(socket, until, seconds);
         if (*pl) return placement(truth, within, ratio);
