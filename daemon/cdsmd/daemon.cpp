@@ -413,11 +413,20 @@ Json Daemon::map_app(AppState& app, const MapRequest& req) {
         present.insert(t.tid);
         TaskState& ts = app.tasks.try_emplace(t.tid, new_task()).first->second;
         f.process_comm = process_comm[t.tgid];
-        f.runnable = ts.runnable.update(
-            stat->runnable_ns, stat->start_ticks * (1000000000u / procfs::ticks_per_second()), now);
+        const std::uint64_t start_ns =
+            stat->start_ticks * (1000000000u / procfs::ticks_per_second());
+        f.runnable = ts.runnable.update(stat->runnable_ns, start_ns, now);
+        f.age_s = now > start_ns ? double(now - start_ns) / 1e9 : 0;
         f.bound_cpu = ts.bound_cpu;
         f.foreign_before = ts.foreign;
         ts.role = classify(f, config_);
+        if (ts.role != TaskRole::kForeign && ts.bound_cpu &&
+            f.affinity != std::vector<std::uint32_t>{*ts.bound_cpu}) {
+            spdlog::info(
+                "{}: task {} ({}) was re-bound to {} during its start-up; placing it again", label,
+                t.tid, t.comm, procfs::format_cpu_list(f.affinity));
+            ts.bound_cpu.reset();
+        }
         if (ts.role == TaskRole::kForeign && !ts.foreign) {
             ts.foreign = true;
             spdlog::warn(

@@ -42,7 +42,8 @@ TaskRole classify(const TaskFacts& t, const Config& config) {
     if (std::find(l.begin(), l.end(), t.process_comm) != l.end()) return TaskRole::kLauncher;
     // Once something else has bound a task, it stays its business (DESIGN §6).
     if (t.foreign_before) return TaskRole::kForeign;
-    if (t.bound_cpu && t.affinity != std::vector<std::uint32_t>{*t.bound_cpu}) {
+    if (t.bound_cpu && t.affinity != std::vector<std::uint32_t>{*t.bound_cpu} &&
+        t.age_s >= kStartupSeconds) {
         return TaskRole::kForeign;
     }
     if (t.runnable < config.idle_cpu) return TaskRole::kIdle;

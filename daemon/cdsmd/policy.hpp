@@ -54,7 +54,12 @@ struct TaskFacts {
     std::vector<std::uint32_t> affinity;     ///< OS CPUs of its mask now
     std::optional<std::uint32_t> bound_cpu;  ///< the CPU cdsmd bound it to, if any
     bool foreign_before = false;             ///< classified kForeign earlier (sticky)
+    double age_s = 1e9;                      ///< seconds since the task started
 };
+/// A task younger than this whose mask changed after cdsmd bound it is still starting: its
+/// runtime applying the launcher's binding (an MPI rank in MPI_Init) is the start cdsmd improves
+/// on, not another program taking over.
+inline constexpr double kStartupSeconds = 5;
 TaskRole classify(const TaskFacts& task, const Config& config);
 
 /// The share of the time a task was runnable (running or waiting on a run queue) from successive

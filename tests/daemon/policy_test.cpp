@@ -66,6 +66,9 @@ TEST(Classify, AMaskSomeoneElseChangedMeansLeaveItAlone) {
     EXPECT_EQ(classify(t, c), TaskRole::kPlace);  // still the mask cdsmd set
     t.affinity = {5};
     EXPECT_EQ(classify(t, c), TaskRole::kForeign);
+    t.age_s = kStartupSeconds - 1;  // still starting: its runtime binding it is the bad start
+    EXPECT_EQ(classify(t, c), TaskRole::kPlace);
+    t.age_s = kStartupSeconds;
     t.affinity = {0, 1, 2, 3, 4, 5, 6, 7};
     EXPECT_EQ(classify(t, c), TaskRole::kForeign);
     t.runnable = 0;  // even when idle, it is reported as left alone
