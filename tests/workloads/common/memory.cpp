@@ -42,6 +42,11 @@ Mapping Mapping::shared_file(int fd, std::size_t bytes) {
     return {map_or_throw(bytes, MAP_SHARED, fd), bytes};
 }
 
+Mapping&& Mapping::in_base_pages() && {
+    if (madvise(addr_, bytes_, MADV_NOHUGEPAGE) != 0) throw_errno("madvise(MADV_NOHUGEPAGE)");
+    return std::move(*this);
+}
+
 Mapping::Mapping(Mapping&& other) noexcept
     : addr_(std::exchange(other.addr_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
 

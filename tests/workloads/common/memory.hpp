@@ -25,6 +25,10 @@ class Mapping {
     /// `bytes` of the file or shared-memory object `fd` from offset 0, MAP_SHARED.
     static Mapping shared_file(int fd, std::size_t bytes);
 
+    /// Keeps the mapping in base pages (MADV_NOHUGEPAGE): a transparent huge page would make the
+    /// data of neighbouring mappings one page. Returns *this.
+    Mapping&& in_base_pages() &&;
+
     Mapping() = default;
     Mapping(Mapping&& other) noexcept;
     Mapping& operator=(Mapping&& other) noexcept;

@@ -63,9 +63,12 @@ PairsTeam::Phase PairsTeam::make_phase(std::vector<int> partner, std::size_t dat
     Phase phase{std::move(partner), {}};
     phase.regions.resize(phase.partner.size());
     for (std::size_t i = 0; i < phase.partner.size(); ++i) {
-        // Mapped here, first touched by the partners themselves.
+        // Mapped here, first touched by the partners themselves. Base pages: the regions of
+        // several pairs are neighbours, and in one transparent huge page they would be one page,
+        // re-armed as one and taking one hinting fault for all the pairs in it.
         if (static_cast<int>(i) < phase.partner[i]) {
-            phase.regions[i] = Mapping::anonymous(PairRegion::bytes(data_pages), false);
+            phase.regions[i] =
+                Mapping::anonymous(PairRegion::bytes(data_pages), false).in_base_pages();
         }
     }
     return phase;
