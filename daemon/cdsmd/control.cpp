@@ -60,7 +60,7 @@ Daemon::AppState& Daemon::find_app(const Json& request, const Peer& peer) {
 Json Daemon::app_json(const AppState& app) const {
     const cdsm_app_info& i = app.info;
     std::size_t placed = 0;
-    for (const auto& [tid, t] : app.tasks) placed += t.bound_cpu && !t.foreign;
+    for (const auto& [tid, t] : app.tasks) placed += placed_on(t).has_value();
     return {{"app_id", i.app_id},
             {"name", app.name},
             {"comm", std::string(i.comm, strnlen(i.comm, sizeof(i.comm)))},
@@ -107,7 +107,7 @@ Json Daemon::tasks_json(AppState& app) {
                   {"reason", nullptr}};
         if (st != app.tasks.end() && !j["exited"].get<bool>()) {
             const TaskState& s = st->second;
-            if (s.bound_cpu && !s.foreign) j["placed_pu"] = *s.bound_cpu;
+            if (const auto pu = placed_on(s)) j["placed_pu"] = *pu;
             j["left_alone"] = left_alone(s.role);
             if (s.role != TaskRole::kPlace) j["reason"] = to_string(s.role);
         } else if (j["exited"].get<bool>()) {

@@ -58,6 +58,11 @@ class Daemon {
         TaskRole role = TaskRole::kIdle;
     };
     static TaskState new_task();
+    /// Where cdsmd placed the task, if it places it now (an idle task keeps the CPU it was bound
+    /// to while busy, but is not placed).
+    static std::optional<std::uint32_t> placed_on(const TaskState& t) {
+        return t.role == TaskRole::kPlace ? t.bound_cpu : std::nullopt;
+    }
 
     /// What cdsmd read from a process's environment, and the command it ran then.
     struct ProcessEnv {
