@@ -551,6 +551,16 @@ Json Daemon::map_app(AppState& app, const MapRequest& req) {
     d["applied"] = apply;
     d["moved"] = moved;
     d["failed"] = failed;
+    // A task already bound to the one CPU the plan keeps it on (by its launcher or runtime) is
+    // managed by cdsmd from now on, as if cdsmd had bound it there: a later change is someone
+    // else's.
+    if (req.apply && !options_.dry_run && !plan.changed) {
+        for (std::size_t k = 0; k < tids.size(); ++k) {
+            auto& b = app.tasks[tids[k]].bound_cpu;
+            if (!b && masks[k] == std::vector<std::uint32_t>{plan.target_cpus[k]})
+                b = plan.target_cpus[k];
+        }
+    }
     // PUs held: where cdsmd bound the tasks (or, in a dry run, where it would).
     app.claimed.clear();
     for (std::size_t k = 0; k < tids.size(); ++k) {
