@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <limits>
+#include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/cli.hpp"
@@ -141,6 +143,40 @@ Outcome exchange(const Options& options, int rank, int size) {
     return result;
 }
 
+/// Rank 0 writes the truth once every rank has written its tid to FILE.rank<r>. Files, not an MPI
+/// collective: a collective would make every rank exchange messages with ranks that are not its
+/// partners, all-to-all traffic at the very start that the truth file dates. The other ranks go on
+/// at once; so the truth appears once every rank is past MPI_Init and about to send.
+void publish_truth(const std::string& file, int rank, int size, const PartnerGraph& graph) {
+    const auto rank_file = [&](int r) { return file + ".rank" + std::to_string(r); };
+    {
+        const std::string tmp = rank_file(rank) + ".tmp";
+        std::FILE* out = std::fopen(tmp.c_str(), "w");
+        if (out == nullptr) throw_errno("open " + tmp);
+        const bool ok = std::fprintf(out, "%d\n", static_cast<int>(current_tid())) > 0;
+        if (std::fclose(out) != 0 || !ok) throw_errno("write " + tmp);
+        if (std::rename(tmp.c_str(), rank_file(rank).c_str()) != 0) throw_errno("rename " + tmp);
+    }
+    if (rank != 0) return;
+    std::vector<pid_t> tids(static_cast<std::size_t>(size), 0);
+    const auto give_up = after_seconds(Clock::now(), 120);
+    for (int r = 0; r < size; ++r) {
+        // Written by a rename, so a file that exists is whole.
+        std::FILE* in = nullptr;
+        while ((in = std::fopen(rank_file(r).c_str(), "r")) == nullptr) {
+            if (Clock::now() >= give_up) {
+                throw std::runtime_error("rank " + std::to_string(r) + " wrote no tid in 120 s");
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        const bool ok = std::fscanf(in, "%d", &tids[r]) == 1;
+        std::fclose(in);
+        std::remove(rank_file(r).c_str());
+        if (!ok) throw std::runtime_error("no tid in " + rank_file(r));
+    }
+    write_truth(file, tids, graph);
+}
+
 int run(const Options& options, const std::string& program) {
     MPI_Init(nullptr, nullptr);
     int rank = 0, size = 0;
@@ -156,11 +192,7 @@ int run(const Options& options, const std::string& program) {
         const PartnerGraph graph = partner_graph(options.pattern, size);
         const std::vector<int> cpus = options.start.resolve(graph);
         if (!cpus.empty()) pin_task(0, cpus[rank]);
-        const pid_t tid = current_tid();
-        std::vector<pid_t> tids(size);
-        static_assert(sizeof(pid_t) == sizeof(int));
-        MPI_Allgather(&tid, 1, MPI_INT, tids.data(), 1, MPI_INT, MPI_COMM_WORLD);
-        if (rank == 0 && !options.truth.empty()) write_truth(options.truth, tids, graph);
+        if (!options.truth.empty()) publish_truth(options.truth, rank, size, graph);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "%s: error: rank %d: %s\n", program.c_str(), rank, e.what());
         failed = 1;
