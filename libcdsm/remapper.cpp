@@ -22,7 +22,10 @@ RemapDecision Remapper::decide(const CommMatrix& matrix, const Topology& topolog
     const Placement proposed = relabel_to_minimise_moves(mapper_->map(problem), current, topology);
     d.current_cost = mapping_cost(matrix, current, distances);
     d.proposed_cost = mapping_cost(matrix, proposed, distances);
-    const bool better = d.proposed_cost <= (1 - options_.min_gain) * d.current_cost;
+    // Strictly cheaper, and by the margin: an equally good placement (a cost of 0 -> 0, or the
+    // same cost on another symmetric PU set) is never worth a migration.
+    const bool better = d.proposed_cost < d.current_cost &&
+                        d.proposed_cost <= (1 - options_.min_gain) * d.current_cost;
     if (better || !current.is_balanced(topology.pu_count())) {
         d.placement = proposed;
         d.moved = proposed.moves_from(current);

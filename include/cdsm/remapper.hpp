@@ -9,9 +9,10 @@
 namespace cdsm {
 
 struct RemapOptions {
-    /// The new placement is taken only if it costs at most (1 - min_gain) times the current
-    /// one: migrations are not free, and a mapper can return something worse (Scotch on rings
-    /// of 256+ tasks cost up to 1.5 times the identity placement).
+    /// The new placement is taken only if it costs less than the current one and at most
+    /// (1 - min_gain) times as much (so even with min_gain 0 an equally good one is not taken):
+    /// migrations are not free, and a mapper can return something worse (Scotch on rings of
+    /// 256+ tasks cost up to 1.5 times the identity placement).
     double min_gain = 0.05;
 };
 

@@ -126,6 +126,29 @@ TEST(Remapper, MigratesOnlyForAGainAboveTheMargin) {
     EXPECT_EQ(exact.decide(m, s.topology, s.distances, current).moved, 2u);
 }
 
+TEST(Remapper, NeverMigratesForAnEquallyGoodPlacement) {
+    const Target s(test::small_machine());
+    const Remapper exact(std::make_unique<ExhaustiveMapper>(), RemapOptions{.min_gain = 0});
+    // No communication at all: every balanced placement costs 0.
+    const CommMatrix silent(8);
+    const Placement reversed(std::vector<PuId>{7, 6, 5, 4, 3, 2, 1, 0});
+    RemapDecision d = exact.decide(silent, s.topology, s.distances, reversed);
+    EXPECT_FALSE(d.changed);
+    EXPECT_EQ(d.placement, reversed);
+    // One pair talks, the others are silent: every placement with the pair on one core is
+    // optimal. The silent tasks sit where no mapper would put them and no relabelling of
+    // equivalent subtrees reproduces, so the mapper's (relabelled) proposal differs from the
+    // current placement at the same cost: it is not taken.
+    CommMatrix pair(8);
+    pair.set(0, 1, 100);
+    const Placement odd(std::vector<PuId>{0, 1, 7, 2, 5, 3, 6, 4});
+    d = exact.decide(pair, s.topology, s.distances, odd);
+    ASSERT_EQ(d.proposed_cost, d.current_cost);
+    EXPECT_FALSE(d.changed);
+    EXPECT_EQ(d.placement, odd);
+    EXPECT_EQ(d.moved, 0u);
+}
+
 TEST(Remapper, ReplacesAnUnbalancedPlacement) {
     const Target s(test::small_machine());
     const CommMatrix m = patterns::ring(8);
