@@ -394,6 +394,7 @@ Json Daemon::map_app(AppState& app, const MapRequest& req) {
     const std::uint64_t now = procfs::now_ns();
 
     std::vector<std::uint32_t> indices, current, foreign_cpus;
+    std::vector<std::string> changing;
     std::vector<pid_t> tids;
     std::vector<std::vector<std::uint32_t>> masks;
     std::set<pid_t> present;
@@ -419,13 +420,37 @@ Json Daemon::map_app(AppState& app, const MapRequest& req) {
         f.age_s = now > start_ns ? double(now - start_ns) / 1e9 : 0;
         f.bound_cpu = ts.bound_cpu;
         f.foreign_before = ts.foreign;
+        const bool differs =
+            ts.bound_cpu && f.affinity != std::vector<std::uint32_t>{*ts.bound_cpu};
+        if (!differs) {
+            if (!ts.changed_mask.empty() && ts.bound_cpu && !ts.foreign) {
+                spdlog::info(
+                    "{}: task {} ({}) is back on CPU {} after {:.0f} ms on {}: a transient "
+                    "change, not another program's binding",
+                    label, t.tid, t.comm, *ts.bound_cpu, double(now - ts.changed_ns) / 1e6,
+                    procfs::format_cpu_list(ts.changed_mask));
+            }
+            ts.changed_mask.clear();
+        } else if (ts.changed_mask.empty()) {
+            // The first pass that reads a mask other than cdsmd's: how long the task stays off
+            // its CPU (whatever masks it goes through) decides between transient and binding.
+            ts.changed_mask = f.affinity;
+            ts.changed_ns = now;
+        }
+        f.changed_for_s = differs ? double(now - ts.changed_ns) / 1e9 : 0;
         ts.role = classify(f, config_);
-        if (ts.role != TaskRole::kForeign && ts.bound_cpu &&
-            f.affinity != std::vector<std::uint32_t>{*ts.bound_cpu}) {
+        if (ts.role == TaskRole::kChanging) {
+            changing.push_back(fmt::format("{} ({})", t.tid,
+                                           f.affinity.empty()
+                                               ? std::string("unreadable")
+                                               : procfs::format_cpu_list(f.affinity)));
+        }
+        if (ts.role != TaskRole::kForeign && ts.role != TaskRole::kChanging && differs) {
             spdlog::info(
                 "{}: task {} ({}) was re-bound to {} during its start-up; placing it again", label,
                 t.tid, t.comm, procfs::format_cpu_list(f.affinity));
             ts.bound_cpu.reset();
+            ts.changed_mask.clear();
         }
         if (ts.role == TaskRole::kForeign && !ts.foreign) {
             ts.foreign = true;
@@ -446,6 +471,14 @@ Json Daemon::map_app(AppState& app, const MapRequest& req) {
         masks.push_back(f.affinity);
     }
     std::erase_if(app.tasks, [&](const auto& kv) { return !present.count(kv.first); });
+    if (!changing.empty()) {
+        // Not mapped until each changed mask is confirmed or gone; the tasks keep their CPUs.
+        const std::string reason =
+            fmt::format("affinity changed, confirming: {}", fmt::join(changing, ", "));
+        d["skipped"] = reason;
+        spdlog::debug("{}: not mapped: {}", label, reason);
+        return finish(false);
+    }
 
     if (tids.size() < 2)
         return skip(fmt::format("{} runnable task(s), nothing to map", tids.size()));

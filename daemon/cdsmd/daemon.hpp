@@ -56,6 +56,8 @@ class Daemon {
         std::optional<std::uint32_t> bound_cpu;  ///< the CPU cdsmd bound it to
         bool foreign = false;
         TaskRole role = TaskRole::kIdle;
+        std::vector<std::uint32_t> changed_mask;  ///< a mask not cdsmd's, read since changed_ns
+        std::uint64_t changed_ns = 0;
     };
     static TaskState new_task();
     /// Where cdsmd placed the task, if it places it now (an idle task keeps the CPU it was bound

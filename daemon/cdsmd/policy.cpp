@@ -32,6 +32,8 @@ std::string_view to_string(TaskRole role) noexcept {
             return "affinity changed by another program";
         case TaskRole::kIdle:
             return "idle";
+        case TaskRole::kChanging:
+            return "affinity changing";
     }
     return "unknown";
 }
@@ -42,9 +44,12 @@ TaskRole classify(const TaskFacts& t, const Config& config) {
     if (std::find(l.begin(), l.end(), t.process_comm) != l.end()) return TaskRole::kLauncher;
     // Once something else has bound a task, it stays its business (DESIGN §6).
     if (t.foreign_before) return TaskRole::kForeign;
-    if (t.bound_cpu && t.affinity != std::vector<std::uint32_t>{*t.bound_cpu} &&
-        t.age_s >= kStartupSeconds) {
-        return TaskRole::kForeign;
+    if (t.bound_cpu && t.affinity != std::vector<std::uint32_t>{*t.bound_cpu}) {
+        // Off the CPU cdsmd bound it to: transient until it has stayed off for kConfirmSeconds;
+        // then another program's binding, unless the change came in the task's start-up (its
+        // runtime applying the launcher's binding), which cdsmd places again.
+        if (t.changed_for_s < kConfirmSeconds) return TaskRole::kChanging;
+        if (t.age_s - t.changed_for_s >= kStartupSeconds) return TaskRole::kForeign;
     }
     if (t.runnable < config.idle_cpu) return TaskRole::kIdle;
     return TaskRole::kPlace;

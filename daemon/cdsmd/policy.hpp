@@ -38,8 +38,10 @@ enum class TaskRole {
     kLauncher,  ///< its process is a launcher helper (mpirun, orted, prted, slurmstepd...)
     kForeign,   ///< its affinity is not the one cdsmd set: something else binds it
     kIdle,      ///< runnable less than mapping.idle_cpu of the time (sleeps: helper threads)
+    kChanging,  ///< off the CPU cdsmd bound it to, not yet for kConfirmSeconds
 };
-/// "placed", "exited", "launcher", "affinity changed by another program", "idle".
+/// "placed", "exited", "launcher", "affinity changed by another program", "idle",
+/// "affinity changing".
 std::string_view to_string(TaskRole role) noexcept;
 /// True for roles that cdsmd reports as "left alone" (it would otherwise place the task).
 inline bool left_alone(TaskRole role) noexcept {
@@ -55,11 +57,17 @@ struct TaskFacts {
     std::optional<std::uint32_t> bound_cpu;  ///< the CPU cdsmd bound it to, if any
     bool foreign_before = false;             ///< classified kForeign earlier (sticky)
     double age_s = 1e9;                      ///< seconds since the task started
+    /// Seconds the task has been off the CPU cdsmd bound it to (0: not off, or just now).
+    double changed_for_s = 0;
 };
-/// A task younger than this whose mask changed after cdsmd bound it is still starting: its
-/// runtime applying the launcher's binding (an MPI rank in MPI_Init) is the start cdsmd improves
-/// on, not another program taking over.
+/// A task whose mask changed (after cdsmd bound it) when it was younger than this was still
+/// starting: its runtime applying the launcher's binding (an MPI rank in MPI_Init) is the start
+/// cdsmd improves on, not another program taking over.
 inline constexpr double kStartupSeconds = 5;
+/// A task off the CPU cdsmd bound it to is another program's only once it has stayed off this
+/// long (over at least two passes). Shorter changes are transient: Open MPI's MPI_Init loads
+/// libpsm2, whose constructor binds the rank to CPU 0 for a moment and then restores its mask.
+inline constexpr double kConfirmSeconds = 1;
 TaskRole classify(const TaskFacts& task, const Config& config);
 
 /// The share of the time a task was runnable (running or waiting on a run queue) from successive

@@ -65,10 +65,12 @@ TEST(Classify, AMaskSomeoneElseChangedMeansLeaveItAlone) {
     t.affinity = {3};
     EXPECT_EQ(classify(t, c), TaskRole::kPlace);  // still the mask cdsmd set
     t.affinity = {5};
+    EXPECT_EQ(classify(t, c), TaskRole::kChanging);  // read once: maybe a transient change
+    t.changed_for_s = kConfirmSeconds / 2;
+    EXPECT_EQ(classify(t, c), TaskRole::kChanging);
+    EXPECT_FALSE(left_alone(TaskRole::kChanging));
+    t.changed_for_s = kConfirmSeconds;  // still off cdsmd's CPU: another program's binding
     EXPECT_EQ(classify(t, c), TaskRole::kForeign);
-    t.age_s = kStartupSeconds - 1;  // still starting: its runtime binding it is the bad start
-    EXPECT_EQ(classify(t, c), TaskRole::kPlace);
-    t.age_s = kStartupSeconds;
     t.affinity = {0, 1, 2, 3, 4, 5, 6, 7};
     EXPECT_EQ(classify(t, c), TaskRole::kForeign);
     t.runnable = 0;  // even when idle, it is reported as left alone
@@ -81,6 +83,21 @@ TEST(Classify, AMaskSomeoneElseChangedMeansLeaveItAlone) {
     EXPECT_EQ(classify(t, c), TaskRole::kForeign);
     EXPECT_TRUE(left_alone(TaskRole::kForeign));
     EXPECT_FALSE(left_alone(TaskRole::kIdle));
+}
+
+TEST(Classify, AChangeInTheTaskStartUpIsPlacedAgainOnceConfirmed) {
+    const Config c;
+    TaskFacts t = busy();
+    t.bound_cpu = 3;
+    t.affinity = {5};
+    t.age_s = kStartupSeconds - 1;
+    EXPECT_EQ(classify(t, c), TaskRole::kChanging);  // even in the start-up: maybe transient
+    t.changed_for_s = kConfirmSeconds;  // its runtime's binding, made 1 s into its life
+    EXPECT_EQ(classify(t, c), TaskRole::kPlace);
+    t.age_s = kStartupSeconds + kConfirmSeconds - 0.5;  // confirmed after the start-up ended
+    EXPECT_EQ(classify(t, c), TaskRole::kPlace);
+    t.age_s = kStartupSeconds + kConfirmSeconds;  // changed at 5 s: no longer the start-up
+    EXPECT_EQ(classify(t, c), TaskRole::kForeign);
 }
 
 TEST(Classify, AMaskNobodyBoundIsNotForeign) {
