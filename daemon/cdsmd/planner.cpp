@@ -72,7 +72,11 @@ Plan Planner::plan(const CommMatrix& matrix, const std::vector<std::uint32_t>& c
     // no migration is made for a gain below min_gain (a task left alone can shift the set).
     // Strictly below: an equally good placement (cost 0 -> 0 once every pair shares a PU, or a
     // mirror image of the current one) is no reason to move anything.
-    if (inside && plan.moved > 0 && !(plan.cost_after < (1 - min_gain) * plan.cost_before)) {
+    // Only for a balanced current placement: tasks stacked on a PU while others are free cost
+    // little (a PU is at distance 0 from itself) but are unbalanced, and always spread.
+    const bool balanced = Placement(current).is_balanced(sub.pu_count());
+    if (inside && balanced && plan.moved > 0 &&
+        !(plan.cost_after < (1 - min_gain) * plan.cost_before)) {
         plan.target_cpus = current_cpus;
         plan.cost_after = plan.cost_before;
         plan.moved = 0;

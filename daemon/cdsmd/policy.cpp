@@ -59,18 +59,19 @@ double RunnableShare::update(std::uint64_t runnable_ns, std::uint64_t start_ns,
                              std::uint64_t now_ns) {
     if (!valid_) {
         const std::uint64_t life = now_ns > start_ns ? now_ns - start_ns : 0;
-        share_ = life ? double(runnable_ns) / double(life) : 0;
+        share_ = std::min(life ? double(runnable_ns) / double(life) : 0, 1.0);
+        last_share_ = share_;
     } else if (now_ns >= at_ns_ + window_ns_) {
         const std::uint64_t used = runnable_ns >= runnable_ns_ ? runnable_ns - runnable_ns_ : 0;
-        share_ = double(used) / double(now_ns - at_ns_);
+        last_share_ = share_;
+        share_ = std::min(double(used) / double(now_ns - at_ns_), 1.0);
     } else {
-        return share_;  // too short a window: a share over a few ms says little
+        return value();  // too short a window: a share over a few ms says little
     }
     valid_ = true;
     runnable_ns_ = runnable_ns;
     at_ns_ = now_ns;
-    share_ = std::min(share_, 1.0);
-    return share_;
+    return value();
 }
 
 const std::vector<std::string>& environment_names() {

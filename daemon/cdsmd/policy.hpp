@@ -3,6 +3,7 @@
 
 #include <sys/types.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -66,27 +67,31 @@ struct TaskFacts {
 inline constexpr double kStartupSeconds = 5;
 /// A task off the CPU cdsmd bound it to is another program's only once it has stayed off this
 /// long (over at least two passes). Shorter changes are transient: Open MPI's MPI_Init loads
-/// libpsm2, whose constructor binds the rank to CPU 0 for a moment and then restores its mask.
-inline constexpr double kConfirmSeconds = 1;
+/// libpsm2, whose constructor binds the rank to CPU 0 for a moment and then restores its mask
+/// (up to 0.85 s in the VM lab under load).
+inline constexpr double kConfirmSeconds = 3;
 TaskRole classify(const TaskFacts& task, const Config& config);
 
 /// The share of the time a task was runnable (running or waiting on a run queue) from successive
-/// samples of TaskStat::runnable_ns: first its average over its lifetime, then over windows of at
-/// least `window_ns`. Unlike its CPU share it stays near 1 for a busy task however crowded its
-/// CPU is, so that busy tasks sharing PUs are never taken for idle ones (and dropped from the
-/// placement one pass, back the next).
+/// samples of TaskStat::runnable_ns: first its average over its lifetime, then the larger of its
+/// shares over the last two windows of at least `window_ns`. Unlike its CPU share it stays near 1
+/// for a busy task however crowded its CPU is, so that busy tasks sharing PUs are never taken for
+/// idle ones (and dropped from the placement one pass, back the next); and one window in which
+/// its run time did not advance (a task's run time is only updated when its CPU takes a tick: a
+/// starved virtual CPU) does not make it idle either.
 class RunnableShare {
   public:
     explicit RunnableShare(std::uint64_t window_ns) : window_ns_(window_ns) {}
     double update(std::uint64_t runnable_ns, std::uint64_t start_ns, std::uint64_t now_ns);
-    double value() const noexcept { return share_; }
+    double value() const noexcept { return std::max(share_, last_share_); }
 
   private:
     std::uint64_t window_ns_;
     bool valid_ = false;
     std::uint64_t runnable_ns_ = 0;
     std::uint64_t at_ns_ = 0;
-    double share_ = 0;
+    double share_ = 0;       ///< over the last window (or the lifetime)
+    double last_share_ = 0;  ///< over the window before
 };
 
 /// The environment variables cdsmd reads from a task's process.

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cdsm/mapper.hpp>
 
 namespace cdsm::cdsmd {
@@ -68,6 +69,23 @@ TEST(Planner, NeverMovesForAnEquallyGoodPlacement) {
     EXPECT_EQ(plan.cost_before, 0);
     EXPECT_FALSE(plan.changed);
     EXPECT_EQ(plan.target_cpus, shared);
+}
+
+TEST(Planner, SpreadsTasksStackedOnACpuWhileOthersAreFree) {
+    // A rank still on its launcher's core shares CPU 7 with its ring neighbour: on one PU the
+    // pair costs nothing, yet 4 PUs of the package are free, so it moves (cdsmd once left it so).
+    const Planner p = lab();
+    CommMatrix m(4);
+    m.set(0, 3, 100);
+    m.set(1, 3, 100);
+    m.set(1, 2, 100);
+    m.set(0, 2, 100);
+    const std::vector<std::uint32_t> stacked = {5, 7, 6, 7};
+    const Plan plan = p.plan(m, stacked, p.machine_cpus(), "scotch", 0.05);
+    EXPECT_TRUE(plan.changed);
+    std::vector<std::uint32_t> cpus = plan.target_cpus;
+    std::sort(cpus.begin(), cpus.end());
+    EXPECT_EQ(std::adjacent_find(cpus.begin(), cpus.end()), cpus.end()) << "still stacked";
 }
 
 TEST(Planner, KeepsAGoodPlacement) {

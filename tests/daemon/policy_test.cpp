@@ -109,10 +109,13 @@ TEST(Classify, AMaskNobodyBoundIsNotForeign) {
 
 TEST(RunnableShare, LifetimeFirstThenWindows) {
     RunnableShare s(40);
-    EXPECT_DOUBLE_EQ(s.update(50, 1000, 1100), 0.5);   // 50 of 100 ns since start
-    EXPECT_DOUBLE_EQ(s.update(60, 1000, 1120), 0.5);   // window too short: unchanged
-    EXPECT_DOUBLE_EQ(s.update(60, 1000, 1140), 0.25);  // 10 ns in 40
+    EXPECT_DOUBLE_EQ(s.update(50, 1000, 1100), 0.5);  // 50 of 100 ns since start
+    EXPECT_DOUBLE_EQ(s.update(60, 1000, 1120), 0.5);  // window too short: unchanged
+    EXPECT_DOUBLE_EQ(s.update(60, 1000, 1140), 0.5);  // 10 ns in 40, but 0.5 the window before
     EXPECT_DOUBLE_EQ(s.update(100, 1000, 1180), 1.0);
+    EXPECT_DOUBLE_EQ(s.update(100, 1000, 1220), 1.0);  // one window without progress: still busy
+    EXPECT_DOUBLE_EQ(s.update(100, 1000, 1260), 0.0);  // two: idle
+    EXPECT_DOUBLE_EQ(s.update(102, 1000, 1300), 0.05);
 }
 
 TEST(Schedstat, RunPlusWait) {
