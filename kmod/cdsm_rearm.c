@@ -159,13 +159,14 @@ static bool cdsm_vma_eligible(struct vm_area_struct *vma, bool threaded)
 }
 
 /*
- * Re-arms up to @budget pages of @mm from @t's cursor. Returns the pages
- * re-armed.
+ * Re-arms up to @budget pages of @mm from @t's cursor, calling @drain after
+ * every call that changed PTEs. Returns the pages re-armed.
  */
 static unsigned long cdsm_rearm_mm(struct mm_struct *mm, struct cdsm_task *t,
-				   unsigned long budget, unsigned long chunk, bool threaded)
+				   unsigned long budget, unsigned long chunk, bool threaded,
+				   void (*drain)(void))
 {
-	unsigned long addr = t->rearm_next_addr, armed = 0;
+	unsigned long addr = t->rearm_next_addr, armed = 0, n;
 	unsigned long scan_left = budget * CDSM_REARM_SCAN_FACTOR + CDSM_REARM_SCAN_MIN_PAGES;
 	struct vm_area_struct *vma;
 	struct vma_iterator vmi;
@@ -194,9 +195,16 @@ static unsigned long cdsm_rearm_mm(struct mm_struct *mm, struct cdsm_task *t,
 			unsigned long pages = min(max(budget - armed, chunk), scan_left);
 			unsigned long end = min(vma->vm_end, addr + pages * PAGE_SIZE);
 
-			armed += cdsm_change_prot_numa(vma, addr, end);
+			n = cdsm_change_prot_numa(vma, addr, end);
 			scan_left -= (end - addr) >> PAGE_SHIFT;
 			addr = end;
+			armed += n;
+			/*
+			 * The call ended with a TLB shootdown, which waits
+			 * for every CPU running @mm: the rings fill meanwhile.
+			 */
+			if (n)
+				drain();
 		}
 		if (armed >= budget || !scan_left)
 			break;
@@ -231,10 +239,14 @@ static struct mm_struct *cdsm_task_mm(struct cdsm_task *t, bool *threaded)
  * @app:	the application.
  * @period_ms:	time since the last step.
  * @rate_bp:	pages per second, in basis points of resident pages.
+ * @drain:	called after every change_prot_numa() call that changed
+ *		PTEs (each ends with a TLB shootdown, which can wait long for
+ *		busy CPUs), with the process's mmap lock held for read.
  *
  * Context: the worker, cdsm_apps_mutex held; sleeps.
  */
-void cdsm_rearm_app(struct cdsm_app *app, unsigned int period_ms, unsigned int rate_bp)
+void cdsm_rearm_app(struct cdsm_app *app, unsigned int period_ms, unsigned int rate_bp,
+		    void (*drain)(void))
 {
 	u32 i, nr_tasks = READ_ONCE(app->nr_tasks);
 
@@ -263,7 +275,7 @@ void cdsm_rearm_app(struct cdsm_app *app, unsigned int period_ms, unsigned int r
 						      CDSM_REARM_CHUNK_MAX_PAGES);
 
 			armed = cdsm_rearm_mm(mm, t, t->rearm_credit_mpages / 1000, chunk,
-					      threaded);
+					      threaded, drain);
 			/* Pages armed beyond the budget are paid back in later steps. */
 			t->rearm_credit_mpages -= (s64)armed * 1000;
 			app->rearm_pages += armed;

@@ -153,6 +153,27 @@ static bool cdsm_app_expired(struct cdsm_app *app, u64 now_ns)
 	       now_ns - app->end_ns > (u64)retention_s * NSEC_PER_SEC;
 }
 
+/*
+ * Grows the matrices for the tasks that joined, then applies the records.
+ * Also called by re-arming after each call that changed PTEs: a call ends
+ * with a TLB shootdown that waits for every CPU running the process (up to
+ * about a second under QEMU TCG), and a step re-arms every process of every
+ * application, so applying records only once per step left matrices
+ * seconds behind the faults. Context: cdsm_apps_mutex held.
+ */
+static void cdsm_worker_catch_up(void)
+{
+	int slot;
+
+	for (slot = 0; slot < CDSM_MAX_APPS; slot++) {
+		struct cdsm_app *app = READ_ONCE(cdsm_apps[slot]);
+
+		if (app)
+			cdsm_worker_grow(app);
+	}
+	cdsm_worker_record();
+}
+
 static void cdsm_worker_tick(unsigned int elapsed_ms, bool age)
 {
 	unsigned int rate_bp = READ_ONCE(cdsm_params.rearm_rate_bp);
@@ -163,19 +184,17 @@ static void cdsm_worker_tick(unsigned int elapsed_ms, bool age)
 	for (slot = 0; slot < CDSM_MAX_APPS; slot++) {
 		struct cdsm_app *app = READ_ONCE(cdsm_apps[slot]);
 
-		if (app) {
+		if (app)
 			cdsm_app_refill(app);
-			cdsm_worker_grow(app);
-		}
 	}
-	cdsm_worker_record();
+	cdsm_worker_catch_up();
 	for (slot = 0; slot < CDSM_MAX_APPS; slot++) {
 		struct cdsm_app *app = READ_ONCE(cdsm_apps[slot]);
 
 		if (!app)
 			continue;
 		if (!(READ_ONCE(app->flags) & (CDSM_APP_ENDED | CDSM_APP_UNTRACKED)))
-			cdsm_rearm_app(app, elapsed_ms, rate_bp);
+			cdsm_rearm_app(app, elapsed_ms, rate_bp, cdsm_worker_catch_up);
 		if (age) {
 			mutex_lock(&app->mutex);
 			cdsm_matrix_age(&app->matrix);
