@@ -136,6 +136,25 @@ static unsigned int cdsm_lookup_pfn(unsigned long addr, unsigned long *pfn, bool
 	return shift;
 }
 
+/*
+ * An anonymous page that the kernel does not hold exclusive to one process
+ * (PG_anon_exclusive clear): shared copy-on-write since a fork (or merged by
+ * KSM) until a write fault copies it or makes it exclusive again. The flag of
+ * a PMD-mapped THP is its head page's. Lockless reads of the page's flags
+ * (the fault just mapped it).
+ */
+static bool cdsm_cow_shared(unsigned long pfn, unsigned int shift)
+{
+	struct page *page;
+
+	if (!pfn_valid(pfn))
+		return false;
+	page = pfn_to_page(pfn);
+	if (shift > PAGE_SHIFT)
+		page = compound_head(page);
+	return PageAnon(page) && !PageAnonExclusive(page);
+}
+
 static int cdsm_fault_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 {
 	struct vm_area_struct *vma = (void *)regs_get_kernel_argument(regs, 0);
@@ -194,6 +213,14 @@ static int cdsm_fault_return(struct kretprobe_instance *ri, struct pt_regs *regs
 	 * read-only data) reads those; no task of the process can write them.
 	 */
 	if (d->file_private && (!pfn_valid(pfn) || !PageAnon(pfn_to_page(pfn))))
+		return 0;
+	/*
+	 * Private memory shared copy-on-write with other processes (a fork's
+	 * children before exec fault on their parent's re-armed pages): no
+	 * process can write it without getting its own copy, so no data
+	 * passes between processes there.
+	 */
+	if (d->private && cdsm_cow_shared(pfn, shift))
 		return 0;
 	ring = cdsm_rings[smp_processor_id()];
 	head = ring->head;
