@@ -149,7 +149,12 @@ static bool cdsm_app_expired(struct cdsm_app *app, u64 now_ns)
 {
 	unsigned int retention_s = READ_ONCE(cdsm_params.retention_s);
 
-	return retention_s && app->end_ns &&
+	/*
+	 * @now_ns is the step's start: an application that ended during the
+	 * step (re-arming can take seconds under emulation) ended after it, and
+	 * the difference would wrap around.
+	 */
+	return retention_s && app->end_ns && now_ns > app->end_ns &&
 	       now_ns - app->end_ns > (u64)retention_s * NSEC_PER_SEC;
 }
 
