@@ -303,12 +303,14 @@ const std::string& Daemon::check_environment(AppState& app, pid_t tgid) {
     // when the process's command changed.
     std::string comm = procfs::comm(tgid).value_or("");
     if (auto it = app.env_by_tgid.find(tgid); it != app.env_by_tgid.end()) {
-        if (it->second.comm == comm) return it->second.comm;
+        if (it->second.comm == comm && it->second.read) return it->second.comm;
         app.env_by_tgid.erase(it);
     }
     auto env = procfs::environ(tgid, environment_names());
+    const bool read = env.has_value();
     if (!env) {
-        spdlog::debug("{}: cannot read /proc/{}/environ (CDSM_DISABLE and ranks unknown)",
+        // Read again next pass: an MPI rank caught in its exec would otherwise never get a rank.
+        spdlog::debug("{}: cannot read /proc/{}/environ yet (CDSM_DISABLE and ranks unknown)",
                       app_label(app.info, app.name), tgid);
         env.emplace();
     }
@@ -317,7 +319,8 @@ const std::string& Daemon::check_environment(AppState& app, pid_t tgid) {
         spdlog::info("{}: opts out (CDSM_DISABLE in the environment of process {}); not placing it",
                      app_label(app.info, app.name), tgid);
     }
-    return app.env_by_tgid.insert_or_assign(tgid, ProcessEnv{std::move(comm), std::move(*env)})
+    return app.env_by_tgid
+        .insert_or_assign(tgid, ProcessEnv{std::move(comm), std::move(*env), read})
         .first->second.comm;
 }
 
@@ -438,6 +441,12 @@ Json Daemon::map_app(AppState& app, const MapRequest& req) {
             ts.changed_ns = now;
         }
         f.changed_for_s = differs ? double(now - ts.changed_ns) / 1e9 : 0;
+        auto& launch = ts.launch_masks;
+        const bool known = std::find(launch.begin(), launch.end(), f.affinity) != launch.end();
+        if (!ts.bound_cpu && !known && !f.affinity.empty() && launch.size() < 4) {
+            launch.push_back(f.affinity);
+        }
+        f.launch_mask = ts.bound_cpu && known;
         ts.role = classify(f, config_);
         if (ts.role == TaskRole::kChanging) {
             changing.push_back(fmt::format("{} ({})", t.tid,

@@ -58,6 +58,8 @@ class Daemon {
         TaskRole role = TaskRole::kIdle;
         std::vector<std::uint32_t> changed_mask;  ///< a mask not cdsmd's, read since changed_ns
         std::uint64_t changed_ns = 0;
+        /// The masks it had before cdsmd first bound it (a launcher's binding; a few at most).
+        std::vector<std::vector<std::uint32_t>> launch_masks;
     };
     static TaskState new_task();
     /// Where cdsmd placed the task, if it places it now (an idle task keeps the CPU it was bound
@@ -70,6 +72,7 @@ class Daemon {
     struct ProcessEnv {
         std::string comm;
         std::map<std::string, std::string> vars;
+        bool read = true;  ///< false: /proc/PID/environ was unreadable or empty, read it again
     };
 
     struct AppState {

@@ -46,10 +46,13 @@ TaskRole classify(const TaskFacts& t, const Config& config) {
     if (t.foreign_before) return TaskRole::kForeign;
     if (t.bound_cpu && t.affinity != std::vector<std::uint32_t>{*t.bound_cpu}) {
         // Off the CPU cdsmd bound it to: transient until it has stayed off for kConfirmSeconds;
-        // then another program's binding, unless the change came in the task's start-up (its
-        // runtime applying the launcher's binding), which cdsmd places again.
+        // then another program's binding, unless the change came in the task's start-up or went
+        // back to a mask it had before cdsmd bound it (its launcher's binding, reapplied or
+        // restored), which cdsmd places again.
         if (t.changed_for_s < kConfirmSeconds) return TaskRole::kChanging;
-        if (t.age_s - t.changed_for_s >= kStartupSeconds) return TaskRole::kForeign;
+        if (t.age_s - t.changed_for_s >= kStartupSeconds && !t.launch_mask) {
+            return TaskRole::kForeign;
+        }
     }
     if (t.runnable < config.idle_cpu) return TaskRole::kIdle;
     return TaskRole::kPlace;

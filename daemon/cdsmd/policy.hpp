@@ -60,10 +60,14 @@ struct TaskFacts {
     double age_s = 1e9;                      ///< seconds since the task started
     /// Seconds the task has been off the CPU cdsmd bound it to (0: not off, or just now).
     double changed_for_s = 0;
+    /// Its mask now is one it had before cdsmd first bound it (its launcher's binding).
+    bool launch_mask = false;
 };
 /// A task whose mask changed (after cdsmd bound it) when it was younger than this was still
 /// starting: its runtime applying the launcher's binding (an MPI rank in MPI_Init) is the start
-/// cdsmd improves on, not another program taking over.
+/// cdsmd improves on, not another program taking over. So is a change back to a mask the task had
+/// before cdsmd bound it, at any age (under emulation MPI_Init can take a minute, and libpsm2
+/// restores the mask it saved before cdsmd moved the rank).
 inline constexpr double kStartupSeconds = 5;
 /// A task off the CPU cdsmd bound it to is another program's only once it has stayed off this
 /// long (over at least two passes). Shorter changes are transient: Open MPI's MPI_Init loads

@@ -131,7 +131,9 @@ std::map<std::string, std::string> parse_environ(std::string_view text,
 std::optional<std::map<std::string, std::string>> environ(pid_t pid,
                                                           const std::vector<std::string>& names) {
     auto text = read_file(fmt::format("/proc/{}/environ", pid));
-    if (!text) return std::nullopt;
+    // Empty: a process in the middle of an exec (its new command name is set before its new
+    // environment), or a kernel thread. Unknown, not an environment without the variables.
+    if (!text || text->empty()) return std::nullopt;
     return parse_environ(*text, names);
 }
 

@@ -42,8 +42,9 @@ std::uint64_t now_ns();
 /// /proc/PID/comm without the newline.
 std::optional<std::string> comm(pid_t pid);
 
-/// The values of the given variables in /proc/PID/environ (missing ones are absent). Reading
-/// another user's environment needs CAP_SYS_PTRACE.
+/// The values of the given variables in /proc/PID/environ (missing ones are absent); nullopt when
+/// it cannot be read or is empty (mid-exec). Reading another user's environment needs
+/// CAP_SYS_PTRACE.
 std::optional<std::map<std::string, std::string>> environ(pid_t pid,
                                                           const std::vector<std::string>& names);
 /// Parses NUL-separated NAME=VALUE entries.

@@ -98,6 +98,10 @@ TEST(Classify, AChangeInTheTaskStartUpIsPlacedAgainOnceConfirmed) {
     EXPECT_EQ(classify(t, c), TaskRole::kPlace);
     t.age_s = kStartupSeconds + kConfirmSeconds;  // changed at 5 s: no longer the start-up
     EXPECT_EQ(classify(t, c), TaskRole::kForeign);
+    t.launch_mask = true;  // unless it is back on its launcher's binding: placed again
+    EXPECT_EQ(classify(t, c), TaskRole::kPlace);
+    t.changed_for_s = 0;  // after the confirmation only
+    EXPECT_EQ(classify(t, c), TaskRole::kChanging);
 }
 
 TEST(Classify, AMaskNobodyBoundIsNotForeign) {
@@ -191,6 +195,18 @@ TEST(Procfs, EnvironmentAndCpuLists) {
     EXPECT_EQ(procfs::format_cpu_list({0, 1, 2, 3, 8, 10, 11}), "0-3,8,10-11");
     EXPECT_EQ(procfs::format_cpu_list({5}), "5");
     EXPECT_EQ(procfs::format_cpu_list({}), "");
+}
+
+TEST(Procfs, AnEmptyEnvironmentIsUnknown) {
+    // Ours has PATH; kthreadd (pid 2) has an empty one, as a process has in the middle of its
+    // exec: unknown (read again later), not an environment without the variables.
+    const auto own = procfs::environ(::getpid(), {"PATH"});
+    ASSERT_TRUE(own);
+    EXPECT_EQ(own->count("PATH"), 1u);
+    if (::geteuid() == 0) {
+        EXPECT_FALSE(procfs::environ(2, {"PATH"}));
+    }
+    EXPECT_FALSE(procfs::environ(0x3fffffff, {"PATH"}));
 }
 
 }  // namespace
