@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "planner.hpp"
 
+#include <algorithm>
 #include <cdsm/error.hpp>
 #include <cdsm/mapper.hpp>
 #include <cdsm/remapper.hpp>
@@ -72,10 +73,15 @@ Plan Planner::plan(const CommMatrix& matrix, const std::vector<std::uint32_t>& c
     // no migration is made for a gain below min_gain (a task left alone can shift the set).
     // Strictly below: an equally good placement (cost 0 -> 0 once every pair shares a PU, or a
     // mirror image of the current one) is no reason to move anything.
-    // Only for a balanced current placement: tasks stacked on a PU while others are free cost
-    // little (a PU is at distance 0 from itself) but are unbalanced, and always spread.
-    const bool balanced = Placement(current).is_balanced(sub.pu_count());
-    if (inside && balanced && plan.moved > 0 &&
+    // Not when tasks share a PU while another PU is free: stacked tasks cost little (a PU is at
+    // distance 0 from itself) but wait for each other, and always spread. (Over-subscribed, a
+    // PU with one task more than another is no reason to move without a gain.)
+    std::vector<std::size_t> per_pu(sub.pu_count(), 0);
+    for (PuId pu : current) ++per_pu[pu];
+    const bool stacked = std::find_if(per_pu.begin(), per_pu.end(),
+                                      [](std::size_t n) { return n > 1; }) != per_pu.end() &&
+                         std::find(per_pu.begin(), per_pu.end(), 0u) != per_pu.end();
+    if (inside && !stacked && plan.moved > 0 &&
         !(plan.cost_after < (1 - min_gain) * plan.cost_before)) {
         plan.target_cpus = current_cpus;
         plan.cost_after = plan.cost_before;
