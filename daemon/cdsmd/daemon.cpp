@@ -449,15 +449,13 @@ Json Daemon::map_app(AppState& app, const MapRequest& req) {
         f.launch_mask = ts.bound_cpu && known;
         ts.role = classify(f, config_);
         if (ts.role == TaskRole::kChanging) {
-            changing.push_back(fmt::format("{} ({})", t.tid,
-                                           f.affinity.empty()
-                                               ? std::string("unreadable")
-                                               : procfs::format_cpu_list(f.affinity)));
+            changing.push_back(fmt::format("{} ({})", t.tid, procfs::format_cpu_list(f.affinity)));
         }
         if (ts.role != TaskRole::kForeign && ts.role != TaskRole::kChanging && differs) {
             spdlog::info(
-                "{}: task {} ({}) was re-bound to {} during its start-up; placing it again", label,
-                t.tid, t.comm, procfs::format_cpu_list(f.affinity));
+                "{}: task {} ({}) was re-bound to {} during its start-up or back to its launch "
+                "binding; placing it again",
+                label, t.tid, t.comm, procfs::format_cpu_list(f.affinity));
             ts.bound_cpu.reset();
             ts.changed_mask.clear();
         }
@@ -481,7 +479,8 @@ Json Daemon::map_app(AppState& app, const MapRequest& req) {
     }
     std::erase_if(app.tasks, [&](const auto& kv) { return !present.count(kv.first); });
     if (!changing.empty()) {
-        // Not mapped until each changed mask is confirmed or gone; the tasks keep their CPUs.
+        // Not mapped until each changed mask is confirmed or gone. Unlike skip(), the application
+        // keeps the CPUs it claimed: its tasks are expected back on them.
         const std::string reason =
             fmt::format("affinity changed, confirming: {}", fmt::join(changing, ", "));
         d["skipped"] = reason;
