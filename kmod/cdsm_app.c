@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * cdsm applications: tracking tasks through the sched_process_fork,
- * sched_process_exit and cgroup_attach_task tracepoints (found with
+ * sched_process_exit, cgroup_attach_task and cgroup_rmdir tracepoints (found with
  * for_each_kernel_tracepoint(), as LTTng does), and by CDSM_IOC_TRACK.
  *
  * Tracepoint probes run in atomic context: they take only cdsm_lock and
@@ -158,6 +158,14 @@ bool cdsm_app_has_user(struct cdsm_app *app, kuid_t uid)
 	return false;
 }
 
+/* Marks @app ended. Context: cdsm_lock held. */
+static void cdsm_app_end(struct cdsm_app *app)
+{
+	app->flags |= CDSM_APP_ENDED;
+	app->end_ns = ktime_get_boottime_ns();
+	cdsm_event_queue(CDSM_EVENT_APP_ENDED, app->id, NULL);
+}
+
 /* Marks @t exited. Context: cdsm_lock held. */
 static void cdsm_app_exit_task(struct cdsm_app *app, struct cdsm_task *t)
 {
@@ -166,11 +174,8 @@ static void cdsm_app_exit_task(struct cdsm_app *app, struct cdsm_task *t)
 	t->flags |= CDSM_TASK_EXITED;
 	atomic_dec(&cdsm_nr_live_tasks);
 	cdsm_event_queue(CDSM_EVENT_TASK_EXITED, app->id, t);
-	if (--app->nr_live == 0) {
-		app->flags |= CDSM_APP_ENDED;
-		app->end_ns = ktime_get_boottime_ns();
-		cdsm_event_queue(CDSM_EVENT_APP_ENDED, app->id, NULL);
-	}
+	if (--app->nr_live == 0)
+		cdsm_app_end(app);
 }
 
 static struct cdsm_app *cdsm_app_of(const struct cdsm_task *t)
@@ -244,6 +249,26 @@ static bool cdsm_in_cgroup(struct task_struct *p, struct cgroup *cgrp)
 	return cgroup_is_descendant(task_dfl_cgroup(p), cgrp);
 }
 
+/*
+ * A cgroup application that still takes new tasks: not ended (a new run in
+ * the directory is a new application) and not untracked.
+ */
+static bool cdsm_app_open_cgroup(const struct cdsm_app *app)
+{
+	return app && app->cgrp && !(app->flags & (CDSM_APP_ENDED | CDSM_APP_UNTRACKED));
+}
+
+/* An application still takes @cgrp's new tasks. Context: cdsm_lock held. */
+static bool cdsm_cgroup_taken(struct cgroup *cgrp)
+{
+	int slot;
+
+	for (slot = 0; slot < CDSM_MAX_APPS; slot++)
+		if (cdsm_app_open_cgroup(cdsm_apps[slot]) && cdsm_apps[slot]->cgrp == cgrp)
+			return true;
+	return false;
+}
+
 /* Auto mode: a process that reached auto_threads threads. */
 static void cdsm_app_auto(struct task_struct *p)
 {
@@ -275,7 +300,7 @@ static void cdsm_probe_fork(void *data, struct task_struct *parent,
 	}
 	for (slot = 0; slot < CDSM_MAX_APPS; slot++) {
 		app = cdsm_apps[slot];
-		if (app && app->cgrp && cdsm_in_cgroup(child, app->cgrp)) {
+		if (cdsm_app_open_cgroup(app) && cdsm_in_cgroup(child, app->cgrp)) {
 			cdsm_app_add_task(app, child);
 			goto out;
 		}
@@ -312,7 +337,7 @@ static void cdsm_probe_attach(void *data, struct cgroup *dst, const char *path,
 	rcu_read_lock();
 	for (slot = 0; slot < CDSM_MAX_APPS; slot++) {
 		app = cdsm_apps[slot];
-		if (!app || !app->cgrp || !cgroup_is_descendant(dst, app->cgrp))
+		if (!cdsm_app_open_cgroup(app) || !cgroup_is_descendant(dst, app->cgrp))
 			continue;
 		if (threadgroup)
 			cdsm_app_add_threads(app, p->group_leader);
@@ -321,6 +346,26 @@ static void cdsm_probe_attach(void *data, struct cgroup *dst, const char *path,
 		break;
 	}
 	rcu_read_unlock();
+	spin_unlock(&cdsm_lock);
+}
+
+/*
+ * A cgroup directory was removed (cgroup v2 removes only unpopulated ones): an
+ * application of it that no task ever joined, or whose tasks all exited, ends.
+ */
+static void cdsm_probe_rmdir(void *data, struct cgroup *cgrp, const char *path)
+{
+	struct cdsm_app *app;
+	int slot;
+
+	if (!atomic_read(&cdsm_nr_apps))
+		return;
+	spin_lock(&cdsm_lock);
+	for (slot = 0; slot < CDSM_MAX_APPS; slot++) {
+		app = cdsm_apps[slot];
+		if (cdsm_app_open_cgroup(app) && app->cgrp == cgrp && !app->nr_live)
+			cdsm_app_end(app);
+	}
 	spin_unlock(&cdsm_lock);
 }
 
@@ -342,6 +387,7 @@ static struct cdsm_tp cdsm_tps[] = {
 	{ .name = "sched_process_fork", .probe = cdsm_probe_fork },
 	{ .name = "sched_process_exit", .probe = cdsm_probe_exit },
 	{ .name = "cgroup_attach_task", .probe = cdsm_probe_attach },
+	{ .name = "cgroup_rmdir", .probe = cdsm_probe_rmdir },
 };
 
 static void cdsm_tp_find(struct tracepoint *tp, void *priv)
@@ -442,7 +488,7 @@ static int cdsm_app_track(struct task_struct *root, pid_t root_pid, struct cgrou
 	mutex_lock(&cdsm_apps_mutex);
 	spin_lock(&cdsm_lock);
 	rcu_read_lock();
-	if (root && cdsm_task_lookup(root))
+	if (root ? !!cdsm_task_lookup(root) : cdsm_cgroup_taken(cgrp))
 		app = ERR_PTR(-EEXIST);
 	else if (!root || (!(root->flags & PF_EXITING) && root->mm))
 		app = cdsm_app_create(root ? CDSM_TRACK_PID : CDSM_TRACK_CGROUP, root, cgrp,
@@ -502,9 +548,12 @@ int cdsm_app_track_pid(pid_t pid, u32 *app_id)
  * @app_id:	out: the new application.
  *
  * Every task in the cgroup or below joins now, and every task that enters
- * it later (by fork or by moving in).
+ * it later (by fork or by moving in), until the application ends (its last
+ * task exits) or is untracked; tracking the directory again then starts a new
+ * application.
  *
- * Return: 0, -ENOENT (no such cgroup), -ENOSPC or -ENOMEM.
+ * Return: 0, -ENOENT (no such cgroup), -EEXIST (an application of this
+ * cgroup still takes tasks), -ENOSPC or -ENOMEM.
  */
 int cdsm_app_track_cgroup(const char *path, u32 *app_id)
 {
@@ -567,8 +616,8 @@ void cdsm_app_put(struct cdsm_app *app)
 }
 
 /**
- * cdsm_app_untrack() - stop tracking: no task joins any more, and the live
- * tasks are no longer recorded; the data stays readable.
+ * cdsm_app_untrack() - stop tracking: no task joins any more, the live tasks
+ * are no longer recorded, and the application ends; the data stays readable.
  * @app:	the application.
  *
  * Return: 0.
@@ -584,6 +633,9 @@ int cdsm_app_untrack(struct cdsm_app *app)
 		if (!(t->flags & CDSM_TASK_EXITED))
 			cdsm_app_exit_task(app, t);
 	}
+	/* One no task ever joined (an empty cgroup) ends too. */
+	if (!(app->flags & CDSM_APP_ENDED))
+		cdsm_app_end(app);
 	app->flags |= CDSM_APP_UNTRACKED;
 	spin_unlock(&cdsm_lock);
 	return 0;

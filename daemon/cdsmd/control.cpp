@@ -219,17 +219,20 @@ Json Daemon::handle(const Json& request, const daemon::PeerCredentials& creds) {
     if (cmd == "track") {
         const std::string name = request.value("name", "");
         std::uint32_t id = 0;
+        std::string cgroup;
         if (request.contains("pid")) {
-            id = device_->track_pid(request["pid"].get<pid_t>());
+            const pid_t pid = request["pid"].get<pid_t>();
+            id = device_->track_pid(pid);
+            untracked_pids_.erase(pid);
         } else if (request.contains("cgroup")) {
-            const std::string path = request["cgroup"].get<std::string>();
-            id = device_->track_cgroup(path);
-            tracked_cgroups_.insert(path);
+            cgroup = request["cgroup"].get<std::string>();
+            id = device_->track_cgroup(cgroup);
+            untracked_cgroups_.erase(cgroup);
         } else {
             throw ProtocolError("EINVAL", "track needs \"pid\" or \"cgroup\"");
         }
         for (const cdsm_app_info& info : device_->list_apps()) {
-            if (info.app_id == id) adopt(info, name);
+            if (info.app_id == id) adopt(info, name).cgroup = cgroup;
         }
         save_state();
         spdlog::info("control socket: uid {} tracked application {}", peer.uid, id);
@@ -238,7 +241,14 @@ Json Daemon::handle(const Json& request, const daemon::PeerCredentials& creds) {
     if (cmd == "untrack" || cmd == "age" || cmd == "reset" || cmd == "release") {
         AppState& app = find_app(request, peer);
         const std::uint32_t id = app.info.app_id;
-        if (cmd == "untrack") device_->untrack(id);
+        if (cmd == "untrack") {
+            device_->untrack(id);
+            // The [[track]] rules must not track it again at their next scan.
+            if (app.info.kind == CDSM_TRACK_CGROUP && !app.cgroup.empty())
+                untracked_cgroups_.insert(app.cgroup);
+            if (app.info.root_pid > 0) untracked_pids_.insert(app.info.root_pid);
+            save_state();
+        }
         if (cmd == "age") device_->age(id);
         if (cmd == "reset") device_->reset(id);
         if (cmd == "release") {

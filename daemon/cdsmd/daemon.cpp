@@ -133,6 +133,7 @@ void Daemon::save_state() const {
                         {"start_ns", app.info.start_ns},
                         {"name", app.name},
                         {"named", app.named},
+                        {"cgroup", app.cgroup},
                         {"migrations", app.migrations},
                         {"bound", bound},
                         {"foreign", foreign},
@@ -144,7 +145,12 @@ void Daemon::save_state() const {
         std::filesystem::create_directories(path.parent_path());
         {
             std::ofstream out(tmp);
-            out << Json{{"version", 1}, {"apps", apps}}.dump() << "\n";
+            out << Json{{"version", 1},
+                        {"apps", apps},
+                        {"untracked_pids", untracked_pids_},
+                        {"untracked_cgroups", untracked_cgroups_}}
+                       .dump()
+                << "\n";
             if (!out) throw std::runtime_error("write failed");
         }
         std::filesystem::rename(tmp, path);
@@ -161,7 +167,19 @@ void Daemon::load_state() {
         spdlog::warn("state file {} is not valid, ignoring it", config_.state_file);
         return;
     }
-    for (const Json& a : state["apps"]) saved_[a.value("app_id", 0u)] = a;
+    try {
+        for (const Json& a : state["apps"]) saved_[a.value("app_id", 0u)] = a;
+        // Untracked on request before the restart: the rules still leave them alone (a pid or
+        // a directory that is gone by now is dropped at the next scan).
+        untracked_pids_ = state.value("untracked_pids", std::set<pid_t>{});
+        untracked_cgroups_ = state.value("untracked_cgroups", std::set<std::string>{});
+    } catch (const Json::exception& e) {
+        spdlog::warn("state file {} is not valid ({}), ignoring it", config_.state_file, e.what());
+        saved_.clear();
+        untracked_pids_.clear();
+        untracked_cgroups_.clear();
+        return;
+    }
     spdlog::info("state file {}: {} application(s) from a previous run", config_.state_file,
                  saved_.size());
 }
@@ -193,6 +211,7 @@ Daemon::AppState& Daemon::adopt(const cdsm_app_info& info, const std::string& na
             app.named = j.value("named", false);
         }
         app.migrations = j.value("migrations", 0ull);
+        app.cgroup = j.value("cgroup", "");
         for (const auto& [tid, cpu] : j["bound"].items()) {
             app.tasks.try_emplace(std::stoi(tid), new_task()).first->second.bound_cpu =
                 cpu.get<std::uint32_t>();
@@ -656,38 +675,58 @@ void Daemon::track_pid(pid_t pid, const std::string& name) {
 
 void Daemon::scan_rules() {
     next_scan_ = Clock::now() + std::chrono::milliseconds(std::max(config_.scan_interval_ms, 100u));
-    if (config_.rules.empty()) return;
+    if (config_.rules.empty()) {
+        untracked_pids_.clear();
+        untracked_cgroups_.clear();
+        return;
+    }
     bool process_rules = false;
+    std::optional<std::vector<std::string>> walked;  // the cgroup v2 tree, read once, sorted
+    if (std::any_of(config_.rules.begin(), config_.rules.end(),
+                    [](const TrackRule& r) { return r.cgroup_only(); })) {
+        walked = procfs::cgroup_directories();
+        if (walked) {
+            std::erase_if(untracked_cgroups_, [&](const std::string& p) {
+                return !std::binary_search(walked->begin(), walked->end(), p);
+            });
+        }
+    }
+    const std::vector<std::string> cgroup_dirs = walked.value_or(std::vector<std::string>{});
     for (const TrackRule& rule : config_.rules) {
         if (!rule.cgroup_only()) {
             process_rules = true;
             continue;
         }
-        std::error_code ec;
-        const std::filesystem::path root = "/sys/fs/cgroup";
-        for (auto it = std::filesystem::recursive_directory_iterator(
-                 root, std::filesystem::directory_options::skip_permission_denied, ec);
-             !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
-            if (!it->is_directory()) continue;
-            const std::string path = "/" + it->path().lexically_relative(root).string();
-            if (tracked_cgroups_.count(path) || !cgroup_matches(rule, path)) continue;
-            tracked_cgroups_.insert(path);
+        for (const std::string& path : cgroup_dirs) {
+            if (!cgroup_matches(rule, path) || untracked_cgroups_.count(path) ||
+                std::any_of(apps_.begin(), apps_.end(), [&](const auto& a) {
+                    return a.second.cgroup == path && !a.second.ended_at;
+                }))
+                continue;
+            // The module refuses a directory that an application still takes tasks of (EEXIST:
+            // tracked by hand, or before a restart). Once that one ended (its tasks exited, or
+            // the directory was removed), the next run in the directory is a new application.
             try {
                 const std::uint32_t id = device_->track_cgroup(path);
                 for (const cdsm_app_info& info : device_->list_apps()) {
-                    if (info.app_id == id) adopt(info, rule.name.empty() ? path : rule.name);
+                    if (info.app_id == id)
+                        adopt(info, rule.name.empty() ? path : rule.name).cgroup = path;
                 }
             } catch (const SystemError& e) {
-                if (e.err() != EEXIST) spdlog::warn("cannot track cgroup {}: {}", path, e.what());
+                if (e.err() != EEXIST && e.err() != ENOENT)
+                    spdlog::warn("cannot track cgroup {}: {}", path, e.what());
             }
         }
     }
     if (!process_rules) return;
     const auto pids = procfs::processes();
-    std::erase_if(rejected_pids_,
-                  [&](pid_t p) { return !std::binary_search(pids.begin(), pids.end(), p); });
+    const auto gone = [&](pid_t p) { return !std::binary_search(pids.begin(), pids.end(), p); };
+    std::erase_if(rejected_pids_, gone);
+    std::erase_if(untracked_pids_, gone);
     for (pid_t pid : pids) {
-        if (pid <= 1 || pid == ::getpid() || rejected_pids_.count(pid)) continue;
+        if (pid <= 1 || pid == ::getpid() || rejected_pids_.count(pid) ||
+            untracked_pids_.count(pid))
+            continue;
         const auto status = procfs::status(pid);
         const auto comm = procfs::comm(pid);
         if (!status || !comm || status->threads == 0) continue;  // gone, or a kernel thread

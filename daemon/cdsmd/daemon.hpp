@@ -87,6 +87,7 @@ class Daemon {
         bool planned = false;                ///< had enough data for a placement once
         std::vector<std::uint32_t> claimed;  ///< OS CPUs its placed tasks hold
         std::optional<Clock::time_point> ended_at;
+        std::string cgroup;  ///< the cgroup v2 directory it was tracked for, if cdsmd tracked it
         std::uint64_t passes = 0;
         std::uint64_t migrations = 0;
         double cost_current = 0;
@@ -146,8 +147,10 @@ class Daemon {
     std::unique_ptr<ControlServer> server_;
     std::map<std::uint32_t, AppState> apps_;
     std::map<std::uint32_t, daemon::Json> saved_;  ///< state file entries not yet matched
-    std::set<std::string> tracked_cgroups_;
-    std::set<pid_t> rejected_pids_;  ///< matched a rule but could not be tracked
+    std::set<pid_t> rejected_pids_;                ///< matched a rule but could not be tracked
+    // Untracked on request: the rules leave them alone while the process or directory exists.
+    std::set<pid_t> untracked_pids_;
+    std::set<std::string> untracked_cgroups_;
     Clock::time_point next_scan_;
     Clock::time_point started_;
     std::uint64_t mappings_ = 0;

@@ -7,7 +7,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <charconv>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -168,6 +170,23 @@ std::optional<std::string> cgroup(pid_t pid) {
         if (line.rfind("0::", 0) == 0) return line.substr(3);
     }
     return std::nullopt;
+}
+
+std::optional<std::vector<std::string>> cgroup_directories(const std::string& root) {
+    std::vector<std::string> dirs;
+    std::error_code ec;
+    const std::filesystem::path top(root);
+    for (auto it = std::filesystem::recursive_directory_iterator(
+             top, std::filesystem::directory_options::skip_permission_denied, ec);
+         !ec && it != std::filesystem::recursive_directory_iterator(); it.increment(ec)) {
+        std::error_code dir_ec;
+        if (it->is_directory(dir_ec)) {
+            dirs.push_back("/" + it->path().lexically_relative(top).string());
+        }
+    }
+    if (ec) return std::nullopt;
+    std::sort(dirs.begin(), dirs.end());
+    return dirs;
 }
 
 std::vector<pid_t> processes() {

@@ -65,6 +65,12 @@ std::optional<std::string> cgroup(pid_t pid);
 /// Every process id in /proc.
 std::vector<pid_t> processes();
 
+/// Every directory of the cgroup v2 tree under `root` (default /sys/fs/cgroup), as paths relative
+/// to it that start with '/' ("/" itself excluded), sorted; nullopt when the walk failed (a
+/// directory removed while it was read).
+std::optional<std::vector<std::string>> cgroup_directories(
+    const std::string& root = "/sys/fs/cgroup");
+
 /// The OS CPUs in a task's affinity mask, in increasing order.
 std::optional<std::vector<std::uint32_t>> affinity(pid_t tid);
 

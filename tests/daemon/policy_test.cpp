@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 namespace cdsm::cdsmd {
 namespace {
 
@@ -207,6 +210,21 @@ TEST(Procfs, AnEmptyEnvironmentIsUnknown) {
         EXPECT_FALSE(procfs::environ(2, {"PATH"}));
     }
     EXPECT_FALSE(procfs::environ(0x3fffffff, {"PATH"}));
+}
+
+TEST(Procfs, CgroupDirectoriesAreRelativeAndSorted) {
+    const std::filesystem::path top =
+        std::filesystem::temp_directory_path() / ("cdsm-cgroups-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(top);
+    std::filesystem::create_directories(top / "system.slice" / "job_7" / "step_0");
+    std::filesystem::create_directories(top / "a");
+    std::ofstream(top / "cgroup.procs") << "1\n";  // files are not directories
+    const auto dirs = procfs::cgroup_directories(top.string());
+    std::filesystem::remove_all(top);
+    ASSERT_TRUE(dirs);
+    EXPECT_EQ(*dirs, (std::vector<std::string>{"/a", "/system.slice", "/system.slice/job_7",
+                                               "/system.slice/job_7/step_0"}));
+    EXPECT_FALSE(procfs::cgroup_directories((top / "gone").string()));
 }
 
 }  // namespace

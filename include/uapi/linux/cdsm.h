@@ -164,6 +164,11 @@ struct cdsm_app_op {
  *		cgroup2 root, starting with '/' (e.g. "/system.slice/job_42").
  * @app_id:	out: the new application.
  * @pad:	zero.
+ *
+ * -EEXIST: the process is already tracked, or an application of the cgroup
+ * still takes its new tasks. A cgroup's application takes them until it ends
+ * (its last task exits) or is untracked; tracking the directory again then
+ * starts a new application (a new run in the same directory).
  */
 struct cdsm_track {
 	__u32 size;
