@@ -7,7 +7,7 @@
  *   tracked, the fault is on its own mm (GUP on another process comes
  *   through here too) and the memory can carry communication (see
  *   cdsm_vma_recorded()); it notes whether the PTE is PROT_NONE, i.e. a
- *   hinting fault;
+ *   hinting fault, or a migration entry (the fault waits for the page);
  * - at return, if the fault succeeded, it finds the PFN with a lockless
  *   page-table walk (interrupts off, as GUP-fast does: page tables are not
  *   freed under it) and pushes (task, physical address) into this CPU's
@@ -22,6 +22,8 @@
 #include <linux/pgtable.h>
 #include <linux/ptrace.h>
 #include <linux/slab.h>
+#include <linux/swap.h>
+#include <linux/swapops.h>
 #include <linux/vmalloc.h>
 
 #include "cdsm_app.h"
@@ -50,6 +52,8 @@ static struct cdsm_ring **cdsm_rings;
  * @entry_pfn:	PFN mapped at entry, if @page_shift.
  * @sharer:	the tracked task.
  * @page_shift:	log2 of the page size mapped at entry, 0 if none.
+ * @migrating:	at entry the page was being migrated (a migration entry):
+ *		the fault waited for it and maps the same data in a new frame.
  * @private:	a private mapping: a frame it gets at this fault is new to it.
  * @file_private: a private file mapping: only its copied-on-write pages
  *		are recorded, not the file's pages it maps until written.
@@ -60,6 +64,7 @@ struct cdsm_fault_data {
 	unsigned long entry_pfn;
 	u32 sharer;
 	u8 page_shift;
+	bool migrating;
 	bool private;
 	bool file_private;
 };
@@ -76,8 +81,13 @@ static bool cdsm_vma_recorded(const struct vm_area_struct *vma)
 	return !(vma->vm_flags & (VM_EXEC | VM_IO | VM_PFNMAP | VM_MIXEDMAP));
 }
 
+/*
+ * Finds the PFN mapped at @addr and whether its entry is PROT_NONE; when
+ * nothing is mapped, sets *@migrating (if not NULL) when a migration entry
+ * stands there.
+ */
 static unsigned int cdsm_walk(struct mm_struct *mm, unsigned long addr,
-			      unsigned long *pfn, bool *protnone)
+			      unsigned long *pfn, bool *protnone, bool *migrating)
 {
 	pgd_t *pgdp = pgd_offset(mm, addr), pgd = READ_ONCE(*pgdp);
 	p4d_t *p4dp, p4d;
@@ -108,6 +118,11 @@ static unsigned int cdsm_walk(struct mm_struct *mm, unsigned long addr,
 	pmd = READ_ONCE(*pmdp);
 	if (pmd_none(pmd))
 		return 0;
+	if (is_pmd_migration_entry(pmd)) {
+		if (migrating)
+			*migrating = true;
+		return 0;
+	}
 	if (pmd_leaf(pmd)) {
 		if (!pmd_present(pmd))
 			return 0;
@@ -118,20 +133,27 @@ static unsigned int cdsm_walk(struct mm_struct *mm, unsigned long addr,
 	if (pmd_bad(pmd))
 		return 0;
 	pte = READ_ONCE(*((pte_t *)pmd_page_vaddr(pmd) + pte_index(addr)));
-	if (!pte_present(pte))
+	if (!pte_present(pte)) {
+		if (migrating)
+			*migrating = is_swap_pte(pte) &&
+				     is_migration_entry(pte_to_swp_entry(pte));
 		return 0;
+	}
 	*pfn = pte_pfn(pte);
 	*protnone = pte_protnone(pte);
 	return PAGE_SHIFT;
 }
 
-static unsigned int cdsm_lookup_pfn(unsigned long addr, unsigned long *pfn, bool *protnone)
+static unsigned int cdsm_lookup_pfn(unsigned long addr, unsigned long *pfn, bool *protnone,
+				    bool *migrating)
 {
 	unsigned long flags;
 	unsigned int shift;
 
+	if (migrating)
+		*migrating = false;
 	local_irq_save(flags);
-	shift = cdsm_walk(current->mm, addr, pfn, protnone);
+	shift = cdsm_walk(current->mm, addr, pfn, protnone, migrating);
 	local_irq_restore(flags);
 	return shift;
 }
@@ -174,7 +196,7 @@ static int cdsm_fault_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 		return 1;
 	d->address = regs_get_kernel_argument(regs, 1);
 	d->hint_pfn = 0;
-	d->page_shift = cdsm_lookup_pfn(d->address, &d->entry_pfn, &protnone);
+	d->page_shift = cdsm_lookup_pfn(d->address, &d->entry_pfn, &protnone, &d->migrating);
 	d->private = !(vma->vm_flags & VM_MAYSHARE);
 	d->file_private = d->private && !vma_is_anonymous(vma);
 	if (d->page_shift && protnone) {
@@ -199,7 +221,7 @@ static int cdsm_fault_return(struct kretprobe_instance *ri, struct pt_regs *regs
 	/* A retried fault comes back through handle_mm_fault(). */
 	if (ret & (VM_FAULT_ERROR | VM_FAULT_RETRY))
 		return 0;
-	shift = cdsm_lookup_pfn(d->address, &pfn, &protnone);
+	shift = cdsm_lookup_pfn(d->address, &pfn, &protnone, NULL);
 	if (!shift) {
 		cdsm_stat_add(CDSM_STAT_DROPPED, 1);
 		return 0;
@@ -239,9 +261,12 @@ static int cdsm_fault_return(struct kretprobe_instance *ri, struct pt_regs *regs
 	rec->page_shift = d->page_shift ? min_t(unsigned int, shift, d->page_shift) : shift;
 	/*
 	 * Private memory got a new frame (first touch, or a copy on write):
-	 * what the table knew of that frame came from its previous user.
+	 * what the table knew of that frame came from its previous user. A
+	 * fault that waited for a migration (a migration entry at entry, as
+	 * when a partner's hinting fault moves the page) maps the same data:
+	 * the migrating fault carries its blocks over (@old_paddr).
 	 */
-	rec->fresh = d->private && !d->hint_pfn &&
+	rec->fresh = d->private && !d->hint_pfn && !d->migrating &&
 		     (!d->page_shift || d->entry_pfn != pfn);
 	/* Publish the record to the consumer's acquire of head. */
 	smp_store_release(&ring->head, head + 1);
