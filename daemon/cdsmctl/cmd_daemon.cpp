@@ -48,13 +48,15 @@ int list_apps(DaemonClient& client, bool json, std::ostream& out) {
         print_json(out, reply);
         return 0;
     }
-    Table table({"ID", "NAME", "KIND", "UID", "PID", "TASKS", "EVENTS", "COST", "BEST", "MIGR",
-                 "INTERVAL", "STATE"});
+    Table table({"ID", "NAME", "KIND", "UID", "PID/CGROUP", "TASKS", "EVENTS", "COST", "BEST",
+                 "MIGR", "INTERVAL", "STATE"});
     for (const auto& a : field(reply, "apps")) {
         const bool ended = field(a, "ended") == true;
+        const bool by_cgroup = a.contains("cgroup") && a["cgroup"].is_string();
         table.add(
             {cell(field(a, "app_id")), cell(field(a, "name")), cell(field(a, "kind")),
-             cell(field(a, "uid")), cell(field(a, "root_pid")),
+             cell(field(a, "uid")),
+             by_cgroup ? a["cgroup"].get<std::string>() : cell(field(a, "root_pid")),
              fmt::format("{}/{}", cell(field(a, "nr_live_tasks")), cell(field(a, "nr_tasks"))),
              cell(field(a, "events")), cell(field(a, "cost_current")), cell(field(a, "cost_best")),
              cell(field(a, "migrations")),

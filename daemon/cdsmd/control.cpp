@@ -67,6 +67,7 @@ Json Daemon::app_json(const AppState& app) const {
             {"kind", daemon::track_kind_name(i.kind)},
             {"uid", i.uid},
             {"root_pid", i.root_pid},
+            {"cgroup", app.cgroup.empty() ? Json(nullptr) : Json(app.cgroup)},
             {"nr_tasks", i.nr_tasks},
             {"nr_live_tasks", i.nr_live_tasks},
             {"ended", (i.flags & CDSM_APP_ENDED) != 0 || app.ended_at.has_value()},

@@ -105,6 +105,25 @@ TEST(Daemon, ListAsTableAndAsJson) {
     EXPECT_EQ(daemon.requests().back(), json({{"cmd", "list"}}));
 }
 
+TEST(Daemon, ListShowsTheCgroupOfACgroupApplication) {
+    json step = app_entry();
+    step["kind"] = "cgroup";
+    step["root_pid"] = 0;
+    step["cgroup"] = "/system.slice/slurmstepd.scope/job_7/step_0";
+    FakeCdsmd daemon([&](const json& request) -> json {
+        if (request.at("cmd") == "list") return {{"apps", {app_entry(), step}}};
+        return solver_daemon(request);
+    });
+    const Result text = ask(daemon, {"list"});
+    ASSERT_EQ(text.status, 0) << text.err;
+    const auto rows = lines(text.out);
+    ASSERT_EQ(rows.size(), 3u) << text.out;
+    EXPECT_NE(rows[0].find("PID/CGROUP"), std::string::npos) << rows[0];
+    EXPECT_NE(rows[1].find(" 1000 "), std::string::npos) << rows[1];
+    EXPECT_NE(rows[2].find(" /system.slice/slurmstepd.scope/job_7/step_0 "), std::string::npos)
+        << rows[2];
+}
+
 TEST(Daemon, TasksShowRankCpuAndAffinity) {
     FakeCdsmd daemon(solver_daemon);
     const Result r = ask(daemon, {"tasks", "solver"});

@@ -1,33 +1,16 @@
 # SPDX-License-Identifier: GPL-2.0
 # Helpers for cdsmd's VM tests (sourced; runs inside tests/vm/run).
-set -euo pipefail
-: "${CDSM_KO:?run inside tests/vm/run}"
-bin=${CDSM_BUILD_DIR:?}
+. "$(dirname "${BASH_SOURCE[0]}")/../vm/lib.sh"
 cdsmd=$bin/daemon/cdsmd/cdsmd
 tool=$bin/tests/daemon/cdsmd-testtool
-q=$bin/tests/kmod/cdsm-query
-wl=$bin/tests/workloads
-test_name=$(basename "$0")
 work=$(mktemp -d)
 log=$work/cdsmd.log
 config=$work/cdsmd.toml
 export CDSM_SOCKET=/run/cdsm/cdsmd.sock
 
-fail() {
-	echo "$test_name: FAIL: $*" >&2
-	echo "--- cdsmd log" >&2
-	grep -v "debug: event" "$log" | cut -c12-300 | tail -${CDSM_LOG_LINES:-60} >&2 || true
-	exit 1
-}
-note() { echo "$test_name: [${SECONDS}s] $*"; }
-
-# Waits up to $2 seconds (default 20) for file $1 to be non-empty.
-wait_file() {
-	local deadline=$((SECONDS + ${2:-20}))
-	until [[ -s $1 ]]; do
-		((SECONDS < deadline)) || fail "timed out waiting for $1"
-		sleep 0.1
-	done
+fail_details() {
+	echo "--- cdsmd log"
+	grep -v "debug: event" "$log" | cut -c12-300 | tail -"${CDSM_LOG_LINES:-60}"
 }
 
 # The test's own commands run at real-time priority, the workloads (run_tracked) and cdsmd's

@@ -1,33 +1,13 @@
 # SPDX-License-Identifier: GPL-2.0
 # Helpers for the module's VM tests (sourced; runs inside tests/vm/run).
-set -euo pipefail
-: "${CDSM_KO:?run inside tests/vm/run}"
+. "$(dirname "${BASH_SOURCE[0]}")/../vm/lib.sh"
 # The test itself runs at real-time priority: its workloads keep every vCPU busy, and under
 # TCG all vCPUs share one host core, so a starved script would act and look seconds later than
 # it says. Workloads run at normal priority (run_tracked, or "chrt -o 0 CMD").
 if [[ $(chrt -p $$) != *SCHED_FIFO* ]]; then
 	exec chrt -f 10 "$0" "$@"
 fi
-bin=${CDSM_BUILD_DIR:?}
-q=$bin/tests/kmod/cdsm-query
-wl=$bin/tests/workloads
-test_name=$(basename "$0")
-
-fail() {
-	echo "$test_name: FAIL: $*" >&2
-	"$q" counters >&2 2>/dev/null || true
-	exit 1
-}
-note() { echo "$test_name: $*"; }
-
-# Waits up to $2 seconds (default 20) for file $1 to be non-empty.
-wait_file() {
-	local deadline=$((SECONDS + ${2:-20}))
-	until [[ -s $1 ]]; do
-		((SECONDS < deadline)) || fail "timed out waiting for $1"
-		sleep 0.1
-	done
-}
+fail_details() { "$q" counters 2>/dev/null; }
 
 # Starts "cdsm-query check @FILE TRUTH ..." in the background for the application that the
 # next run_tracked creates; sets $checker (wait for it: the check's status). The check runs at

@@ -1,0 +1,27 @@
+# SPDX-License-Identifier: GPL-2.0
+# What every VM-lab test script shares (sourced, through tests/kmod/lib.sh or
+# tests/daemon/vm-lib.sh; runs inside tests/vm/run): strict mode, the build's programs, and how a
+# test speaks, fails and waits. A script may define fail_details, which fail runs (stderr) to
+# say more, e.g. the module's counters or cdsmd's log.
+set -euo pipefail
+: "${CDSM_KO:?run inside tests/vm/run}"
+bin=${CDSM_BUILD_DIR:?}
+q=$bin/tests/kmod/cdsm-query
+wl=$bin/tests/workloads
+test_name=$(basename "$0")
+
+fail() {
+	echo "$test_name: FAIL: $*" >&2
+	if declare -F fail_details >/dev/null; then fail_details >&2 2>&1 || true; fi
+	exit 1
+}
+note() { echo "$test_name: [${SECONDS}s] $*"; }
+
+# Waits up to $2 seconds (default 20) for file $1 to be non-empty.
+wait_file() {
+	local deadline=$((SECONDS + ${2:-20}))
+	until [[ -s $1 ]]; do
+		((SECONDS < deadline)) || fail "timed out waiting for $1"
+		sleep 0.1
+	done
+}
