@@ -595,15 +595,19 @@ Json Daemon::map_app(AppState& app, const MapRequest& req) {
                     if (!is_enoent(e)) throw;
                 }
             }
-            spdlog::info("{}: migrated {} of {} tasks, cost {:.0f} -> {:.0f} ({:+.1f} %)", label,
+            spdlog::info("{}: migrated {} of {} tasks, cost {:.0f} -> {:.0f} ({:+.1f} %){}", label,
                          moved.size(), tids.size(), plan.cost_before, plan.cost_after,
                          plan.cost_before > 0
                              ? 100.0 * (plan.cost_after - plan.cost_before) / plan.cost_before
-                             : 0.0);
+                             : 0.0,
+                         plan.why == "spread"    ? ": tasks shared a CPU while another was free"
+                         : plan.why == "outside" ? ": tasks ran on CPUs not available to them"
+                                                 : "");
             app.history.push_back({{"time_ns", procfs::now_ns()},
                                    {"moved", moved},
                                    {"cost_before", plan.cost_before},
-                                   {"cost_after", plan.cost_after}});
+                                   {"cost_after", plan.cost_after},
+                                   {"why", plan.why}});
             while (app.history.size() > kHistory) app.history.pop_front();
             save_state();
         }

@@ -88,6 +88,7 @@ Plan Planner::plan(const CommMatrix& matrix, const std::vector<std::uint32_t>& c
         plan.moved = 0;
     }
     plan.changed = plan.moved > 0;
+    if (plan.changed) plan.why = !inside ? "outside" : stacked ? "spread" : "cheaper";
     if (with_baselines) {
         for (const char* name : {"scotch", "compact", "scatter", "random"}) {
             const MappingProblem problem{matrix, sub, sub_distances, nullptr};

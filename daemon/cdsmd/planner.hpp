@@ -20,11 +20,16 @@ CommMatrix submatrix(const daemon::KernelMatrix& matrix, const std::vector<std::
 
 /// What plan() proposes for the tasks of one application.
 struct Plan {
-    std::vector<std::uint32_t> target_cpus;   ///< OS CPU per task
-    bool changed = false;                     ///< target differs from where the tasks run now
-    double cost_before = 0;                   ///< of the tasks where they run now
-    double cost_after = 0;                    ///< of target_cpus (= cost_before when unchanged)
-    std::size_t moved = 0;                    ///< tasks whose CPU changes
+    std::vector<std::uint32_t> target_cpus;  ///< OS CPU per task
+    bool changed = false;                    ///< target differs from where the tasks run now
+    double cost_before = 0;                  ///< of the tasks where they run now
+    double cost_after = 0;                   ///< of target_cpus (= cost_before when unchanged)
+    std::size_t moved = 0;                   ///< tasks whose CPU changes
+    /// Why the tasks move (when `changed`): "cheaper" (by min_gain), "spread" (tasks shared a
+    /// PU while another was free: they wait for each other, whatever the cost says) or
+    /// "outside" (tasks ran on CPUs not available to them: outside their cpuset, or held by
+    /// another application's placed tasks).
+    std::string why;
     std::map<std::string, double> baselines;  ///< cost by mapper name, when asked for
 };
 

@@ -42,6 +42,7 @@ TEST(Planner, RepairsABadStartAndMatchesTheMapperOnTheTrueMatrix) {
     const std::vector<std::uint32_t> bad = {0, 1, 2, 3, 5, 4, 7, 6};
     const Plan plan = p.plan(pairs(), bad, p.machine_cpus(), "scotch", 0.05);
     EXPECT_TRUE(plan.changed);
+    EXPECT_EQ(plan.why, "cheaper");
     EXPECT_GT(plan.moved, 0u);
     for (auto [a, b] : {std::pair{0, 5}, {1, 4}, {2, 7}, {3, 6}}) {
         EXPECT_EQ(package(plan.target_cpus[a]), package(plan.target_cpus[b])) << a << "," << b;
@@ -83,6 +84,7 @@ TEST(Planner, SpreadsTasksStackedOnACpuWhileOthersAreFree) {
     const std::vector<std::uint32_t> stacked = {5, 7, 6, 7};
     const Plan plan = p.plan(m, stacked, p.machine_cpus(), "scotch", 0.05);
     EXPECT_TRUE(plan.changed);
+    EXPECT_EQ(plan.why, "spread");
     std::vector<std::uint32_t> cpus = plan.target_cpus;
     std::sort(cpus.begin(), cpus.end());
     EXPECT_EQ(std::adjacent_find(cpus.begin(), cpus.end()), cpus.end()) << "still stacked";
@@ -119,6 +121,7 @@ TEST(Planner, StaysInsideTheAvailableCpus) {
     // Tasks running outside the available set must all move into it.
     const Plan plan = p.plan(m, {0, 1, 2, 3}, available, "scotch", 0.05, true);
     EXPECT_TRUE(plan.changed);
+    EXPECT_EQ(plan.why, "outside");
     EXPECT_EQ(plan.moved, 4u);
     for (std::uint32_t c : plan.target_cpus) EXPECT_GE(c, 4u);
     EXPECT_EQ(plan.baselines.size(), 4u);
