@@ -4,7 +4,7 @@
 //
 //   cdsm-query exec [--app-file F] -- CMD...   run CMD tracked from its first instruction,
 //                                              at normal scheduling priority
-//   cdsm-query track PID | track-cgroup PATH   track, print the application id
+//   cdsm-query track PID... | track-cgroup PATH   track, print the application id(s)
 //   cdsm-query untrack|release|age|reset APP
 //   cdsm-query list | tasks APP | matrix APP | counters | params
 //   cdsm-query set NAME=VALUE...               change run-time parameters
@@ -655,10 +655,13 @@ int run(int argc, char** argv) {
         status = cmd_exec(fd, app_file, args.data());
     });
 
-    pid_t pid = 0;
-    auto* track_pid = cli.add_subcommand("track", "track a process tree, print the application");
-    track_pid->add_option("PID", pid)->required()->check(CLI::PositiveNumber);
-    with_dev(track_pid, [&](int fd) { printf("%u\n", track(fd, CDSM_TRACK_PID, pid, "")); });
+    std::vector<pid_t> pids;
+    auto* track_pid = cli.add_subcommand(
+        "track", "track process trees, print each application (stops at the first failure)");
+    track_pid->add_option("PID", pids)->required()->check(CLI::PositiveNumber);
+    with_dev(track_pid, [&](int fd) {
+        for (pid_t pid : pids) printf("%u\n", track(fd, CDSM_TRACK_PID, pid, ""));
+    });
 
     std::string path;
     auto* track_cg = cli.add_subcommand("track-cgroup", "track a cgroup v2 directory");
