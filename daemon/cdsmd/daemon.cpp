@@ -600,14 +600,12 @@ Json Daemon::map_app(AppState& app, const MapRequest& req) {
                          plan.cost_before > 0
                              ? 100.0 * (plan.cost_after - plan.cost_before) / plan.cost_before
                              : 0.0,
-                         plan.why == "spread"    ? ": tasks shared a CPU while another was free"
-                         : plan.why == "outside" ? ": tasks ran on CPUs not available to them"
-                                                 : "");
+                         reason_note(plan.why));
             app.history.push_back({{"time_ns", procfs::now_ns()},
                                    {"moved", moved},
                                    {"cost_before", plan.cost_before},
                                    {"cost_after", plan.cost_after},
-                                   {"why", plan.why}});
+                                   {"why", reason_name(plan.why)}});
             while (app.history.size() > kHistory) app.history.pop_front();
             save_state();
         }
@@ -695,17 +693,18 @@ void Daemon::scan_rules() {
             });
         }
     }
-    const std::vector<std::string> cgroup_dirs = walked.value_or(std::vector<std::string>{});
+    std::set<std::string> taken;  // directories of applications that still take tasks
+    for (const auto& [id, app] : apps_) {
+        if (!app.cgroup.empty() && !app.ended_at) taken.insert(app.cgroup);
+    }
     for (const TrackRule& rule : config_.rules) {
         if (!rule.cgroup_only()) {
             process_rules = true;
             continue;
         }
-        for (const std::string& path : cgroup_dirs) {
-            if (!cgroup_matches(rule, path) || untracked_cgroups_.count(path) ||
-                std::any_of(apps_.begin(), apps_.end(), [&](const auto& a) {
-                    return a.second.cgroup == path && !a.second.ended_at;
-                }))
+        static const std::vector<std::string> kNoDirectories;
+        for (const std::string& path : walked ? *walked : kNoDirectories) {
+            if (!cgroup_matches(rule, path) || untracked_cgroups_.count(path) || taken.count(path))
                 continue;
             // The module refuses a directory that an application still takes tasks of (EEXIST:
             // tracked by hand, or before a restart). Once that one ended (its tasks exited, or
@@ -716,6 +715,7 @@ void Daemon::scan_rules() {
                     if (info.app_id == id)
                         adopt(info, rule.name.empty() ? path : rule.name).cgroup = path;
                 }
+                taken.insert(path);
             } catch (const SystemError& e) {
                 if (e.err() != EEXIST && e.err() != ENOENT)
                     spdlog::warn("cannot track cgroup {}: {}", path, e.what());

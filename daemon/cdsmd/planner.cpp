@@ -43,6 +43,31 @@ double Planner::cost(const CommMatrix& matrix, const std::vector<std::uint32_t>&
     return total;
 }
 
+std::string_view reason_name(MoveReason reason) noexcept {
+    switch (reason) {
+        case MoveReason::kNone:
+            return "";
+        case MoveReason::kCheaper:
+            return "cheaper";
+        case MoveReason::kSpread:
+            return "spread";
+        case MoveReason::kOutside:
+            return "outside";
+    }
+    return "";
+}
+
+std::string_view reason_note(MoveReason reason) noexcept {
+    switch (reason) {
+        case MoveReason::kSpread:
+            return ": tasks shared a CPU while another was free";
+        case MoveReason::kOutside:
+            return ": tasks ran on CPUs not available to them";
+        default:
+            return "";
+    }
+}
+
 Plan Planner::plan(const CommMatrix& matrix, const std::vector<std::uint32_t>& current_cpus,
                    const std::vector<std::uint32_t>& available_cpus, std::string_view algorithm,
                    double min_gain, bool with_baselines) const {
@@ -88,7 +113,10 @@ Plan Planner::plan(const CommMatrix& matrix, const std::vector<std::uint32_t>& c
         plan.moved = 0;
     }
     plan.changed = plan.moved > 0;
-    if (plan.changed) plan.why = !inside ? "outside" : stacked ? "spread" : "cheaper";
+    if (plan.changed)
+        plan.why = !inside   ? MoveReason::kOutside
+                   : stacked ? MoveReason::kSpread
+                             : MoveReason::kCheaper;
     if (with_baselines) {
         for (const char* name : {"scotch", "compact", "scatter", "random"}) {
             const MappingProblem problem{matrix, sub, sub_distances, nullptr};

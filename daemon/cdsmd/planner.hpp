@@ -18,18 +18,28 @@ namespace cdsm::cdsmd {
 /// Indices beyond the snapshot (tasks that joined after it) get empty rows.
 CommMatrix submatrix(const daemon::KernelMatrix& matrix, const std::vector<std::uint32_t>& indices);
 
+/// Why a plan moves tasks.
+enum class MoveReason {
+    kNone,     ///< it does not move any
+    kCheaper,  ///< the new placement is cheaper by min_gain
+    kSpread,   ///< tasks shared a PU while another was free: they wait for each other, whatever
+               ///< the cost says
+    kOutside,  ///< tasks ran on CPUs not available to them (outside their cpuset, or held by
+               ///< another application's placed tasks)
+};
+/// "cheaper", "spread", "outside" (the `why` of cdsmd's history), "" for kNone.
+std::string_view reason_name(MoveReason reason) noexcept;
+/// The reason as the end of a log line (": tasks shared a CPU..."), "" when the cost says it.
+std::string_view reason_note(MoveReason reason) noexcept;
+
 /// What plan() proposes for the tasks of one application.
 struct Plan {
-    std::vector<std::uint32_t> target_cpus;  ///< OS CPU per task
-    bool changed = false;                    ///< target differs from where the tasks run now
-    double cost_before = 0;                  ///< of the tasks where they run now
-    double cost_after = 0;                   ///< of target_cpus (= cost_before when unchanged)
-    std::size_t moved = 0;                   ///< tasks whose CPU changes
-    /// Why the tasks move (when `changed`): "cheaper" (by min_gain), "spread" (tasks shared a
-    /// PU while another was free: they wait for each other, whatever the cost says) or
-    /// "outside" (tasks ran on CPUs not available to them: outside their cpuset, or held by
-    /// another application's placed tasks).
-    std::string why;
+    std::vector<std::uint32_t> target_cpus;   ///< OS CPU per task
+    bool changed = false;                     ///< target differs from where the tasks run now
+    double cost_before = 0;                   ///< of the tasks where they run now
+    double cost_after = 0;                    ///< of target_cpus (= cost_before when unchanged)
+    std::size_t moved = 0;                    ///< tasks whose CPU changes
+    MoveReason why = MoveReason::kNone;       ///< why the tasks move (when `changed`)
     std::map<std::string, double> baselines;  ///< cost by mapper name, when asked for
 };
 

@@ -42,7 +42,7 @@ TEST(Planner, RepairsABadStartAndMatchesTheMapperOnTheTrueMatrix) {
     const std::vector<std::uint32_t> bad = {0, 1, 2, 3, 5, 4, 7, 6};
     const Plan plan = p.plan(pairs(), bad, p.machine_cpus(), "scotch", 0.05);
     EXPECT_TRUE(plan.changed);
-    EXPECT_EQ(plan.why, "cheaper");
+    EXPECT_EQ(plan.why, MoveReason::kCheaper);
     EXPECT_GT(plan.moved, 0u);
     for (auto [a, b] : {std::pair{0, 5}, {1, 4}, {2, 7}, {3, 6}}) {
         EXPECT_EQ(package(plan.target_cpus[a]), package(plan.target_cpus[b])) << a << "," << b;
@@ -69,6 +69,7 @@ TEST(Planner, NeverMovesForAnEquallyGoodPlacement) {
     const Plan plan = p.plan(m, shared, p.machine_cpus(), "scotch", 0.05);
     EXPECT_EQ(plan.cost_before, 0);
     EXPECT_FALSE(plan.changed);
+    EXPECT_EQ(plan.why, MoveReason::kNone);
     EXPECT_EQ(plan.target_cpus, shared);
 }
 
@@ -84,7 +85,7 @@ TEST(Planner, SpreadsTasksStackedOnACpuWhileOthersAreFree) {
     const std::vector<std::uint32_t> stacked = {5, 7, 6, 7};
     const Plan plan = p.plan(m, stacked, p.machine_cpus(), "scotch", 0.05);
     EXPECT_TRUE(plan.changed);
-    EXPECT_EQ(plan.why, "spread");
+    EXPECT_EQ(plan.why, MoveReason::kSpread);
     std::vector<std::uint32_t> cpus = plan.target_cpus;
     std::sort(cpus.begin(), cpus.end());
     EXPECT_EQ(std::adjacent_find(cpus.begin(), cpus.end()), cpus.end()) << "still stacked";
@@ -121,7 +122,7 @@ TEST(Planner, StaysInsideTheAvailableCpus) {
     // Tasks running outside the available set must all move into it.
     const Plan plan = p.plan(m, {0, 1, 2, 3}, available, "scotch", 0.05, true);
     EXPECT_TRUE(plan.changed);
-    EXPECT_EQ(plan.why, "outside");
+    EXPECT_EQ(plan.why, MoveReason::kOutside);
     EXPECT_EQ(plan.moved, 4u);
     for (std::uint32_t c : plan.target_cpus) EXPECT_GE(c, 4u);
     EXPECT_EQ(plan.baselines.size(), 4u);
