@@ -2,6 +2,7 @@
 #include "config.hpp"
 
 #include <fmt/format.h>
+#include <grp.h>
 #include <pwd.h>
 #include <toml++/toml.h>
 
@@ -107,16 +108,37 @@ std::optional<uid_t> resolve_user(const std::string& user) {
     return std::nullopt;
 }
 
+std::optional<gid_t> resolve_group(const std::string& name) {
+    if (!name.empty() && name.find_first_not_of("0123456789") == std::string::npos) {
+        return static_cast<gid_t>(std::stoul(name));
+    }
+    if (const group* gr = ::getgrnam(name.c_str())) return gr->gr_gid;
+    return std::nullopt;
+}
+
 void read_daemon(TableReader& t, Config& c) {
     std::string level = spdlog::level::to_string_view(c.log_level).data();
     t.get("device", c.device);
     t.get("socket", c.socket);
     t.get("state_file", c.state_file);
     t.get("log_level", level);
+    t.get("admin_group", c.admin_group);
+    t.get("max_clients", c.max_clients);
+    t.get("max_clients_per_user", c.max_clients_per_user);
+    t.get("client_timeout_ms", c.client_timeout_ms);
+    if (c.max_clients_per_user == 0 || c.client_timeout_ms == 0) {
+        throw Error("daemon.max_clients_per_user and daemon.client_timeout_ms",
+                    "must be at least 1");
+    }
     c.log_level = spdlog::level::from_str(level);
     if (c.log_level == spdlog::level::off && level != "off") {
         throw Error("log_level '" + level + "'",
                     "is not one of trace, debug, info, warning, error, critical, off");
+    }
+    if (!c.admin_group.empty()) {
+        c.admin_gid = resolve_group(c.admin_group);
+        if (!c.admin_gid)
+            throw Error("daemon.admin_group '" + c.admin_group + "'", "no such group");
     }
     t.reject_unknown();
 }

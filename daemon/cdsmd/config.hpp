@@ -47,6 +47,15 @@ struct Config {
     std::string socket;  ///< empty: the protocol's default ($CDSM_SOCKET or /run/cdsm/cdsmd.sock)
     std::string state_file = "/run/cdsm/state.json";
     spdlog::level::level_enum log_level = spdlog::level::info;
+    /// Members of this group (gid or supplementary group when they connected) may control
+    /// cdsmd as root may; empty: root only.
+    std::string admin_group;
+    std::optional<gid_t> admin_gid;
+    /// Control-socket connections: at most max_clients at once (root's not counted), at most
+    /// max_clients_per_user per uid, each closed after client_timeout_ms without a request.
+    std::uint32_t max_clients = 128;
+    std::uint32_t max_clients_per_user = 16;
+    std::uint32_t client_timeout_ms = 30000;
 
     std::string algorithm = "scotch";
     double min_gain = 0.05;

@@ -10,6 +10,7 @@
 #include <cstring>
 
 #include "daemon.hpp"
+#include "request.hpp"
 
 namespace cdsm::cdsmd {
 
@@ -18,19 +19,7 @@ using daemon::ProtocolError;
 
 namespace {
 
-constexpr int kCapSysAdmin = 21;
 constexpr int kProtocolVersion = 1;
-
-Peer make_peer(const daemon::PeerCredentials& c) {
-    Peer p{c.pid, c.uid, c.uid == 0};
-    if (!p.privileged) {
-        // The status is read now, after the connection was made: a peer that exited and whose
-        // pid was reused could only lose rights, since the uid must still match.
-        const auto s = procfs::status(c.pid);
-        p.privileged = s && s->uid == c.uid && (s->cap_effective >> kCapSysAdmin & 1);
-    }
-    return p;
-}
 
 double seconds(const timeval& tv) {
     return double(tv.tv_sec) + double(tv.tv_usec) / 1e6;
@@ -39,8 +28,7 @@ double seconds(const timeval& tv) {
 }  // namespace
 
 Daemon::AppState& Daemon::find_app(const Json& request, const Peer& peer) {
-    if (!request.contains("app")) throw ProtocolError("EINVAL", "missing \"app\"");
-    const Json& a = request["app"];
+    const Json& a = request["app"];  // a string or a whole number (validate_request)
     std::string text = a.is_string() ? a.get<std::string>() : a.dump();
     std::optional<std::uint32_t> id;
     if (a.is_number_unsigned()) id = a.get<std::uint32_t>();
@@ -174,12 +162,16 @@ Json Daemon::topology_json() const {
 }
 
 Json Daemon::handle(const Json& request, const daemon::PeerCredentials& creds) {
-    const Peer peer = make_peer(creds);
+    validate_request(request);
+    const Peer peer = peer_rights(creds, config_.admin_gid);
     const std::string cmd = request.value("cmd", "");
     const bool dry_run = request.value("dry_run", false);
     if (is_control_request(cmd, dry_run) && !peer.privileged) {
         spdlog::info("control socket: uid {} (pid {}) may not '{}'", peer.uid, peer.pid, cmd);
-        throw ProtocolError("EPERM", fmt::format("'{}' needs root (CAP_SYS_ADMIN)", cmd));
+        throw ProtocolError(
+            "EPERM", fmt::format("'{}' needs root{}", cmd,
+                                 config_.admin_group.empty() ? std::string()
+                                                             : " or group " + config_.admin_group));
     }
     if (cmd == "ping") {
         return {{"version", std::string(cdsm::version())},
@@ -207,15 +199,18 @@ Json Daemon::handle(const Json& request, const daemon::PeerCredentials& creds) {
     }
     if (cmd == "matrix") {
         AppState& app = find_app(request, peer);
+        const bool sparse = request.value("sparse", false);
+        // Refused before the module copies a matrix too large to send.
+        const std::uint64_t dim = app.info.nr_tasks;
+        if (!sparse) check_matrix_cells(dim * dim, false, app.info.app_id);
         const auto m = device_->matrix(app.info.app_id);
-        Json cells = Json::array();
-        for (std::uint32_t i = 0; i < m.dim; ++i) {
-            cells.push_back(
-                std::vector<std::uint64_t>(m.cells.begin() + std::ptrdiff_t(i) * m.dim,
-                                           m.cells.begin() + std::ptrdiff_t(i + 1) * m.dim));
-        }
-        return {{"app_id", app.info.app_id},    {"dim", m.dim},   {"events", m.events},
-                {"snapshot_ns", m.snapshot_ns}, {"cells", cells}, {"tasks", tasks_json(app)}};
+        Json j = matrix_cells(m, sparse, app.info.app_id);
+        j.update(Json{{"app_id", app.info.app_id},
+                      {"dim", m.dim},
+                      {"events", m.events},
+                      {"snapshot_ns", m.snapshot_ns},
+                      {"tasks", tasks_json(app)}});
+        return j;
     }
     if (cmd == "track") {
         const std::string name = request.value("name", "");
@@ -268,9 +263,6 @@ Json Daemon::handle(const Json& request, const daemon::PeerCredentials& creds) {
     if (cmd == "stats") return stats_json();
     if (cmd == "topology") return topology_json();
     if (cmd == "set") {
-        if (!request.contains("params") || !request["params"].is_object()) {
-            throw ProtocolError("EINVAL", "set needs \"params\": {NAME: VALUE}");
-        }
         const auto& names = kernel_param_names();
         for (const auto& [name, value] : request["params"].items()) {
             if (std::find(names.begin(), names.end(), name) == names.end()) {
@@ -282,7 +274,7 @@ Json Daemon::handle(const Json& request, const daemon::PeerCredentials& creds) {
         return Json::object();
     }
     if (cmd == "reload") {
-        reload();
+        reload_config();
         return Json::object();
     }
     throw ProtocolError("EINVAL", fmt::format("unknown command '{}'", cmd));

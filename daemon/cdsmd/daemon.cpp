@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "daemon.hpp"
 
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <signal.h>
@@ -8,6 +9,7 @@
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
@@ -88,8 +90,28 @@ void Daemon::apply_kernel_params() {
     spdlog::info("module parameters set: {}", fmt::join(config_.kernel, ", "));
 }
 
+namespace {
+
+ServerLimits server_limits(const Config& c) {
+    ServerLimits l;
+    l.max_clients = c.max_clients;
+    l.max_clients_per_user = c.max_clients_per_user;
+    l.client_timeout = std::chrono::milliseconds(c.client_timeout_ms);
+    return l;
+}
+
+}  // namespace
+
 void Daemon::reload() {
     reload_ = false;
+    try {
+        reload_config();
+    } catch (const std::exception& e) {
+        spdlog::error("reload failed, keeping the previous configuration: {}", e.what());
+    }
+}
+
+void Daemon::reload_config() {
     ::sd_notify(0, "RELOADING=1");
     try {
         Config fresh = load_config(options_.config_path, options_.config_explicit);
@@ -111,9 +133,11 @@ void Daemon::reload() {
         for (auto& [id, app] : apps_) app.interval.reconfigure(config_.interval);
         apply_kernel_params();
         rejected_pids_.clear();
+        if (server_) server_->set_limits(server_limits(config_));
         spdlog::info("configuration reloaded from {}", options_.config_path.string());
-    } catch (const std::exception& e) {
-        spdlog::error("reload failed, keeping the previous configuration: {}", e.what());
+    } catch (...) {
+        ::sd_notify(0, "READY=1");
+        throw;
     }
     ::sd_notify(0, "READY=1");
 }
@@ -142,17 +166,30 @@ void Daemon::save_state() const {
     const std::filesystem::path path(config_.state_file);
     const std::filesystem::path tmp = path.string() + ".tmp";
     try {
-        std::filesystem::create_directories(path.parent_path());
-        {
-            std::ofstream out(tmp);
-            out << Json{{"version", 1},
-                        {"apps", apps},
-                        {"untracked_pids", untracked_pids_},
-                        {"untracked_cgroups", untracked_cgroups_}}
-                       .dump()
-                << "\n";
-            if (!out) throw std::runtime_error("write failed");
+        // Its directory may also hold the socket, which users must reach: 0755 when created.
+        const auto dir = path.parent_path();
+        if (!dir.empty() && !std::filesystem::exists(dir)) {
+            std::filesystem::create_directories(dir);
+            ::chmod(dir.c_str(), 0755);
         }
+        const std::string text = Json{{"version", 1},
+                                      {"apps", apps},
+                                      {"untracked_pids", untracked_pids_},
+                                      {"untracked_cgroups", untracked_cgroups_}}
+                                     .dump() +
+                                 "\n";
+        // Private whatever the umask: it names every user's applications. fchmod also fixes a
+        // temporary file left with another mode.
+        daemon::Fd fd(
+            ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
+        if (!fd || ::fchmod(fd.get(), 0600) < 0) daemon::throw_errno("open " + tmp.string());
+        for (std::size_t done = 0; done < text.size();) {
+            const ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
+            if (n < 0 && errno == EINTR) continue;
+            if (n < 0) daemon::throw_errno("write " + tmp.string());
+            done += std::size_t(n);
+        }
+        fd.reset();
         std::filesystem::rename(tmp, path);
     } catch (const std::exception& e) {
         spdlog::warn("cannot save state to {}: {}", path.string(), e.what());
@@ -774,7 +811,8 @@ int Daemon::run() {
     }
     server_ = std::make_unique<ControlServer>(
         daemon::socket_path(options_.socket.empty() ? config_.socket : options_.socket),
-        [this](const Json& r, const daemon::PeerCredentials& p) { return handle(r, p); });
+        [this](const Json& r, const daemon::PeerCredentials& p) { return handle(r, p); },
+        server_limits(config_));
 
     sigset_t signals;
     sigemptyset(&signals);
@@ -829,6 +867,7 @@ int Daemon::run() {
             resync();  // a safety net: the events are the fast path
         }
         release_ended();
+        server_->expire();
     }
     ::sd_notify(0, "STOPPING=1");
     save_state();

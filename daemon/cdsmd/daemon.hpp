@@ -106,7 +106,10 @@ class Daemon {
     // Set-up and reconfiguration.
     void open_kernel();
     void apply_kernel_params();
+    /// SIGHUP: reload_config(), an error logged and the running configuration kept.
     void reload();
+    /// Re-reads the configuration file; throws (and keeps the running one) when it is bad.
+    void reload_config();
     void load_state();
     void save_state() const;
 

@@ -102,6 +102,13 @@ std::optional<int> mpi_rank(const std::map<std::string, std::string>& env) {
     return std::nullopt;
 }
 
+Peer peer_rights(const daemon::PeerCredentials& creds, std::optional<gid_t> admin_gid) {
+    const bool admin =
+        admin_gid && (creds.gid == *admin_gid || std::find(creds.groups.begin(), creds.groups.end(),
+                                                           *admin_gid) != creds.groups.end());
+    return {creds.pid, creds.uid, creds.uid == 0 || admin};
+}
+
 bool is_control_request(std::string_view cmd, bool dry_run) {
     for (std::string_view c : {"track", "untrack", "age", "reset", "release", "set", "reload"}) {
         if (cmd == c) return true;

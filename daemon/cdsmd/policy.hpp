@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "cdsm/daemon/protocol.hpp"
 #include "config.hpp"
 #include "procfs.hpp"
 
@@ -105,13 +106,19 @@ bool opts_out(const std::map<std::string, std::string>& env);
 /// The MPI rank from OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK or SLURM_PROCID, in that order.
 std::optional<int> mpi_rank(const std::map<std::string, std::string>& env);
 
-/// A control-socket peer: privileged when uid 0 or CAP_SYS_ADMIN is effective.
+/// A control-socket peer and its rights.
 struct Peer {
     pid_t pid = 0;
     uid_t uid = 0;
     bool privileged = false;
 };
-/// An unprivileged peer sees only applications whose uid is its own.
+/// A peer's rights, from the credentials it connected with and nothing else: privileged when its
+/// uid is 0, or when `admin_gid` is its gid or one of its supplementary groups. Capabilities
+/// do not count: a user has them all inside a user namespace of its own, and in a setuid
+/// program it execs after connecting; the credentials recorded at connect() see through both.
+Peer peer_rights(const daemon::PeerCredentials& creds, std::optional<gid_t> admin_gid);
+/// An unprivileged peer sees only applications whose uid is its own: the module's
+/// cdsm_app_info.uid, the effective uid of the application's first task.
 inline bool may_see(const Peer& peer, uid_t app_uid) noexcept {
     return peer.privileged || peer.uid == app_uid;
 }

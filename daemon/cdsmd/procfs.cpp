@@ -153,10 +153,6 @@ std::optional<Status> status(pid_t pid) {
             seen_uid = static_cast<bool>(ls >> s.uid);
         } else if (key == "Threads:") {
             ls >> s.threads;
-        } else if (key == "CapEff:") {
-            std::string hex;
-            ls >> hex;
-            parse_number(hex, s.cap_effective, 16);
         }
     }
     if (!seen_uid) return std::nullopt;

@@ -51,11 +51,10 @@ std::optional<std::map<std::string, std::string>> environ(pid_t pid,
 std::map<std::string, std::string> parse_environ(std::string_view text,
                                                  const std::vector<std::string>& names);
 
-/// Real uid, thread count and effective capabilities from /proc/PID/status.
+/// Real uid and thread count from /proc/PID/status.
 struct Status {
     uid_t uid = 0;
     std::uint32_t threads = 0;
-    std::uint64_t cap_effective = 0;
 };
 std::optional<Status> status(pid_t pid);
 

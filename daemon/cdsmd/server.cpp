@@ -19,10 +19,6 @@ using daemon::Json;
 
 namespace {
 
-constexpr std::size_t kMaxConnections = 128;
-// A client that does not read its answers is dropped rather than buffered without end.
-constexpr std::size_t kMaxPendingOutput = 512u << 20;
-
 sockaddr_un address(const std::string& path) {
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
@@ -41,8 +37,8 @@ bool someone_listens(const sockaddr_un& addr) {
 
 }  // namespace
 
-ControlServer::ControlServer(std::string path, Handler handler)
-    : path_(std::move(path)), handler_(std::move(handler)) {
+ControlServer::ControlServer(std::string path, Handler handler, ServerLimits limits)
+    : path_(std::move(path)), handler_(std::move(handler)), limits_(limits) {
     const sockaddr_un addr = address(path_);
     const auto dir = std::filesystem::path(path_).parent_path();
     if (!dir.empty() && !std::filesystem::exists(dir)) {
@@ -104,19 +100,38 @@ void ControlServer::dispatch() {
     }
 }
 
+std::string ControlServer::refusal(const daemon::PeerCredentials& peer) const {
+    std::size_t mine = 0, others = 0;
+    for (const auto& [fd, c] : connections_) {
+        mine += c.peer.uid == peer.uid;
+        others += c.peer.uid != 0;
+    }
+    if (mine >= limits_.max_clients_per_user) {
+        return fmt::format("uid {} has {} connections open to cdsmd, the most one user may have",
+                           peer.uid, mine);
+    }
+    if (peer.uid != 0 && others >= limits_.max_clients) {
+        return fmt::format("cdsmd has {} connections open, the most it takes", others);
+    }
+    return {};
+}
+
 void ControlServer::accept_all() {
     for (;;) {
         daemon::Fd fd(::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
         if (!fd) return;
-        if (connections_.size() >= kMaxConnections) {
-            spdlog::warn("control socket: {} connections open, refusing another", kMaxConnections);
-            continue;
-        }
         Connection c;
         try {
             c.peer = daemon::peer_credentials(fd.get());
         } catch (const std::exception& e) {
             spdlog::warn("control socket: {}", e.what());
+            continue;
+        }
+        if (const std::string why = refusal(c.peer); !why.empty()) {
+            // Said once into the new socket's empty buffer, then hung up.
+            const std::string line = daemon::encode_line(daemon::error_response("EBUSY", why));
+            (void)!::send(fd.get(), line.data(), line.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+            spdlog::warn("control socket: refused pid {}: {}", c.peer.pid, why);
             continue;
         }
         epoll_event ev{};
@@ -125,71 +140,105 @@ void ControlServer::accept_all() {
         if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, fd.get(), &ev) < 0) continue;
         const int key = fd.get();
         c.fd = std::move(fd);
+        c.active = Clock::now();
         connections_.emplace(key, std::move(c));
     }
 }
 
 void ControlServer::update_interest(Connection& c) {
     epoll_event ev{};
-    ev.events = EPOLLIN | EPOLLRDHUP | (c.out.empty() ? 0u : unsigned(EPOLLOUT));
+    ev.events = (reading(c) ? unsigned(EPOLLIN | EPOLLRDHUP) : 0u) |
+                (c.out.empty() ? 0u : unsigned(EPOLLOUT));
     ev.data.fd = c.fd.get();
     ::epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, c.fd.get(), &ev);
+}
+
+void ControlServer::answer_buffered(Connection& c) {
+    try {
+        while (!c.broken && c.out.size() <= limits_.output_cap) {
+            const auto line = c.in.next_line();
+            if (!line) return;
+            c.out += daemon::encode_line(answer(handler_, *line, c.peer));
+            c.active = Clock::now();
+        }
+    } catch (const daemon::ProtocolError& e) {
+        // An overlong request: answer once, then hang up (the rest of it is not read).
+        c.out += daemon::encode_line(daemon::error_response(e.code(), e.what()));
+        c.broken = true;
+    }
+}
+
+void ControlServer::read_requests(Connection& c) {
+    char buf[65536];
+    while (reading(c)) {
+        const ssize_t n = ::read(c.fd.get(), buf, sizeof(buf));
+        if (n > 0) {
+            try {
+                c.in.append(std::string_view(buf, static_cast<std::size_t>(n)));
+            } catch (const daemon::ProtocolError& e) {
+                c.out += daemon::encode_line(daemon::error_response(e.code(), e.what()));
+                c.broken = true;
+                return;
+            }
+            answer_buffered(c);
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n == 0 || errno != EAGAIN) c.eof = true;
+        return;
+    }
+}
+
+bool ControlServer::flush(Connection& c) {
+    while (!c.out.empty()) {
+        const ssize_t n = ::send(c.fd.get(), c.out.data(), c.out.size(), MSG_NOSIGNAL);
+        if (n < 0) {
+            if (errno == EAGAIN) return true;
+            if (errno == EINTR) continue;
+            return false;
+        }
+        c.out.erase(0, static_cast<std::size_t>(n));
+        c.active = Clock::now();
+    }
+    return true;
+}
+
+void ControlServer::close(int fd) {
+    ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr);
+    connections_.erase(fd);
 }
 
 void ControlServer::serve(int fd, std::uint32_t events) {
     const auto it = connections_.find(fd);
     if (it == connections_.end()) return;
     Connection& c = it->second;
-    bool closed = (events & (EPOLLERR | EPOLLHUP)) != 0;
-    if (events & (EPOLLIN | EPOLLRDHUP)) {
-        char buf[65536];
-        try {
-            for (;;) {
-                const ssize_t n = ::read(fd, buf, sizeof(buf));
-                if (n > 0) {
-                    c.in.append(std::string_view(buf, static_cast<std::size_t>(n)));
-                    while (auto line = c.in.next_line()) {
-                        c.out += daemon::encode_line(answer(handler_, *line, c.peer));
-                    }
-                    continue;
-                }
-                if (n < 0 && errno == EINTR) continue;
-                if (n == 0 || errno != EAGAIN) closed = true;
-                break;
-            }
-        } catch (const daemon::ProtocolError& e) {
-            // An overlong request: answer once, then hang up (the rest of it is not read).
-            c.out += daemon::encode_line(daemon::error_response(e.code(), e.what()));
-            closed = true;
-        }
+    if (events & EPOLLERR) return close(fd);
+    if (events & (EPOLLIN | EPOLLRDHUP)) read_requests(c);
+    // Answers sent make room for the requests already read, and those for more reading.
+    for (std::size_t before = SIZE_MAX; c.out.size() < before;) {
+        before = c.out.size();
+        if (!flush(c) || (events & EPOLLHUP)) return close(fd);
+        answer_buffered(c);
     }
-    while (!c.out.empty()) {
-        const ssize_t n = ::send(fd, c.out.data(), c.out.size(), MSG_NOSIGNAL);
-        if (n < 0) {
-            if (errno == EAGAIN) break;
-            if (errno == EINTR) continue;
-            closed = true;
-            c.out.clear();
-            break;
-        }
-        c.out.erase(0, static_cast<std::size_t>(n));
-    }
-    if (c.out.size() > kMaxPendingOutput) closed = true;
     // A peer that half-closed after its requests still gets its answers.
-    if (closed && c.out.empty()) {
-        ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr);
-        connections_.erase(it);
-        return;
-    }
-    if (closed) {
-        // Stop reading; finish writing, then close on the next EPOLLOUT or error.
-        epoll_event ev{};
-        ev.events = EPOLLOUT;
-        ev.data.fd = fd;
-        ::epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, fd, &ev);
-        return;
-    }
+    if ((c.eof || c.broken) && c.out.empty()) return close(fd);
     update_interest(c);
+}
+
+void ControlServer::expire() {
+    const auto now = Clock::now();
+    for (auto it = connections_.begin(); it != connections_.end();) {
+        const Connection& c = it->second;
+        const int fd = it->first;
+        ++it;
+        if (now - c.active > limits_.client_timeout) {
+            spdlog::info(
+                "control socket: closing the connection of pid {} (uid {}): idle for "
+                "more than {} ms",
+                c.peer.pid, c.peer.uid, limits_.client_timeout.count());
+            close(fd);
+        }
+    }
 }
 
 }  // namespace cdsm::cdsmd

@@ -87,7 +87,18 @@ std::optional<std::string> LineBuffer::next_line() {
 }
 
 Json parse_line(std::string_view line) {
-    Json j = Json::parse(line, nullptr, false);
+    // The parser itself does not recurse, but everything that walks the result does (dump,
+    // comparisons): a line of a few hundred thousand '[' would overflow the stack there.
+    const auto bounded = [](int depth, Json::parse_event_t event, Json&) {
+        if ((event == Json::parse_event_t::object_start ||
+             event == Json::parse_event_t::array_start) &&
+            depth >= kMaxDepth) {
+            throw ProtocolError("EPROTO",
+                                fmt::format("message nested more than {} levels deep", kMaxDepth));
+        }
+        return true;
+    };
+    Json j = Json::parse(line, bounded, false);
     if (j.is_discarded()) throw ProtocolError("EPROTO", "message is not valid JSON");
     if (!j.is_object()) throw ProtocolError("EPROTO", "message is not a JSON object");
     return j;
@@ -99,7 +110,18 @@ PeerCredentials peer_credentials(int socket_fd) {
     if (::getsockopt(socket_fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
         throw_errno("getsockopt(SO_PEERCRED)");
     }
-    return {cred.pid, cred.uid, cred.gid};
+    PeerCredentials c{cred.pid, cred.uid, cred.gid, {}};
+    // SO_PEERGROUPS answers ERANGE with the size it needs when the buffer is too small.
+    for (std::size_t n = 16;;) {
+        c.groups.resize(n);
+        len = socklen_t(n * sizeof(gid_t));
+        if (::getsockopt(socket_fd, SOL_SOCKET, SO_PEERGROUPS, c.groups.data(), &len) == 0) {
+            c.groups.resize(len / sizeof(gid_t));
+            return c;
+        }
+        if (errno != ERANGE || len / sizeof(gid_t) <= n) throw_errno("getsockopt(SO_PEERGROUPS)");
+        n = len / sizeof(gid_t);
+    }
 }
 
 Client::Client(const std::string& path) : path_(path) {
@@ -122,7 +144,12 @@ Client::Client(const std::string& path) : path_(path) {
 }
 
 Json Client::request(const Json& request) {
-    const std::string line = encode_line(request);
+    std::string line = encode_line(request);
+    line.pop_back();
+    return request_line(line);
+}
+
+void Client::send_raw(std::string_view line) {
     for (std::size_t done = 0; done < line.size();) {
         const ssize_t n = ::send(fd_.get(), line.data() + done, line.size() - done, MSG_NOSIGNAL);
         if (n < 0) {
@@ -134,6 +161,10 @@ Json Client::request(const Json& request) {
         }
         done += static_cast<std::size_t>(n);
     }
+}
+
+Json Client::request_line(std::string_view line) {
+    send_raw(std::string(line) + "\n");
     for (;;) {
         if (auto reply = buffer_.next_line()) {
             Json r = parse_line(*reply);

@@ -1,8 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 // cdsmd-testtool: what the daemon's VM tests need besides the workloads.
 //
-//   cdsmd-testtool request JSON [--socket PATH]
-//       one control-socket request; prints the response (JSON) or "error CODE: message" (exit 1)
+//   cdsmd-testtool request JSON|- [--socket PATH]
+//       one control-socket request (-: read from stdin, for lines longer than an argument may
+//       be); prints the response (JSON) or "error CODE: message" (exit 1)
+//   cdsmd-testtool exec-after-connect --request JSON [--socket PATH] -- PROGRAM [ARG...]
+//       connects, then execs PROGRAM (a setuid one, say) while a child sends the request on
+//       the connection once PROGRAM runs, and prints the answer as `request` does
+//   cdsmd-testtool connections --count N [--hold S] [--socket PATH]
+//       opens N connections and pings on each; prints "ok=A refused=B" and the first refusal,
+//       then holds them S seconds
+//   cdsmd-testtool idle --seconds S [--partial] [--socket PATH]
+//       connects (and with --partial sends half a request), waits S seconds, then pings;
+//       prints "closed" when cdsmd hung up meanwhile, else "open"
 //   cdsmd-testtool placement --truth FILE [--within S] [--max-ratio R]
 //       where the truth file's tasks run now: partners on one package (for pairings), and the
 //       placement's cost on the true matrix within R (default 1.05) times the Scotch mapping of
@@ -37,7 +47,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
+#include <iterator>
 #include <map>
+#include <memory>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -49,16 +62,100 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-int request(const std::string& json, const std::string& socket) {
+// Sends `line` as it is (it need not be valid) and prints the answer.
+int request_on(cdsm::daemon::Client& client, const std::string& line) {
     try {
-        cdsm::daemon::Client client(cdsm::daemon::socket_path(socket));
-        const auto reply = client.request(cdsm::daemon::parse_line(json));
+        const auto reply = client.request_line(line);
         std::printf("%s\n", reply.dump().c_str());
         return 0;
     } catch (const cdsm::daemon::ProtocolError& e) {
         std::printf("error %s: %s\n", e.code().c_str(), e.what());
         return 1;
     }
+}
+
+int request(std::string json, const std::string& socket) {
+    if (json == "-") json.assign(std::istreambuf_iterator<char>(std::cin), {});
+    while (!json.empty() && json.back() == '\n') json.pop_back();
+    try {
+        cdsm::daemon::Client client(cdsm::daemon::socket_path(socket));
+        return request_on(client, json);
+    } catch (const cdsm::daemon::ProtocolError& e) {
+        std::printf("error %s: %s\n", e.code().c_str(), e.what());
+        return 1;
+    }
+}
+
+std::string comm_of(pid_t pid) {
+    std::ifstream in(fmt::format("/proc/{}/comm", pid));
+    std::string comm;
+    std::getline(in, comm);
+    return comm;
+}
+
+// The connection is made as the caller; the process that made it then becomes PROGRAM, and a
+// child that shares the connection sends the request once it has.
+int exec_after_connect(const std::string& json, const std::string& socket,
+                       std::vector<std::string> program) {
+    cdsm::daemon::Client client(cdsm::daemon::socket_path(socket));
+    const pid_t parent = ::getpid();
+    const std::string before = comm_of(parent);
+    std::fflush(stdout);
+    const pid_t child = ::fork();
+    if (child < 0) throw std::runtime_error("fork failed");
+    if (child == 0) {
+        for (int i = 0; i < 200 && comm_of(parent) == before; ++i) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(50));
+        }
+        if (comm_of(parent) == before) {
+            std::printf("exec-after-connect: %s did not start\n", program[0].c_str());
+            std::_Exit(2);
+        }
+        const int status = request_on(client, json);
+        std::fflush(stdout);
+        std::_Exit(status);
+    }
+    std::vector<char*> args;
+    for (auto& a : program) args.push_back(a.data());
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    std::fprintf(stderr, "exec-after-connect: exec %s: %s\n", args[0], std::strerror(errno));
+    return 127;
+}
+
+int connections(int count, double hold, const std::string& socket) {
+    std::vector<std::unique_ptr<cdsm::daemon::Client>> open;
+    int ok = 0, refused = 0;
+    std::string first;
+    for (int i = 0; i < count; ++i) {
+        auto c = std::make_unique<cdsm::daemon::Client>(cdsm::daemon::socket_path(socket));
+        try {
+            c->request({{"cmd", "ping"}});
+            ++ok;
+            open.push_back(std::move(c));
+        } catch (const cdsm::daemon::ProtocolError& e) {
+            if (first.empty()) first = e.code() + ": " + e.what();
+            ++refused;
+        }
+    }
+    std::printf("ok=%d refused=%d%s%s\n", ok, refused,
+                first.empty() ? "" : " first: ", first.c_str());
+    std::fflush(stdout);
+    std::this_thread::sleep_for(std::chrono::duration<double>(hold));
+    return 0;
+}
+
+int idle(double seconds, bool partial, const std::string& socket) {
+    cdsm::daemon::Client client(cdsm::daemon::socket_path(socket));
+    if (partial) client.send_raw("{\"cmd\":");
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+    try {
+        client.request_line(partial ? "\"ping\"}" : "{\"cmd\":\"ping\"}");
+        std::printf("open\n");
+    } catch (const cdsm::daemon::ProtocolError& e) {
+        std::printf("closed (%s: %s)\n", e.code().c_str(), e.what());
+    }
+    return 0;
 }
 
 struct Truth {
@@ -362,6 +459,22 @@ int main(int argc, char** argv) {
     nt->add_option("--socket", socket)->required();
     nt->add_option("--until", until);
     nt->add_option("--seconds", seconds);
+    auto* ex = app.add_subcommand("exec-after-connect", "connect, then exec a program");
+    std::vector<std::string> program;
+    ex->add_option("--request", json)->required();
+    ex->add_option("--socket", socket);
+    ex->add_option("program", program)->required();
+    int count = 1;
+    bool partial = false;
+    auto* co = app.add_subcommand("connections", "open several connections and hold them");
+    co->add_option("--count", count)->required();
+    double hold = 0;
+    co->add_option("--hold", hold);
+    co->add_option("--socket", socket);
+    auto* id = app.add_subcommand("idle", "an idle connection: does cdsmd close it?");
+    id->add_option("--seconds", seconds)->required();
+    id->add_flag("--partial", partial);
+    id->add_option("--socket", socket);
     auto* ch = app.add_subcommand("churn", "pairs of threads that keep exiting and restarting");
     ch->add_option("--threads", threads)->check(CLI::Range(2, 64));
     ch->add_option("--seconds", seconds);
@@ -369,6 +482,9 @@ int main(int argc, char** argv) {
     try {
         if (*ch) return churn(threads, seconds);
         if (*req) return request(json, socket);
+        if (*ex) return exec_after_connect(json, socket, program);
+        if (*co) return connections(count, hold, socket);
+        if (*id) return idle(seconds, partial, socket);
         if (*nt) return notify(socket, until, seconds);
         if (*pl) return placement(truth, within, ratio);
         return selfpin(threads, pin_after, cpu, seconds, truth);

@@ -42,6 +42,7 @@ TEST(Config, TheShippedExampleParsesAndEqualsTheDefaults) {
     EXPECT_EQ(c.idle_cpu, d.idle_cpu);
     EXPECT_EQ(c.min_events, d.min_events);
     EXPECT_EQ(c.kernel, d.kernel);
+    EXPECT_EQ(c.admin_group, d.admin_group);
 }
 
 TEST(Config, EverySectionIsRead) {
@@ -49,6 +50,7 @@ TEST(Config, EverySectionIsRead) {
 [daemon]
 socket = "/tmp/x.sock"
 log_level = "debug"
+admin_group = "root"
 [mapping]
 algorithm = "compact"
 min_gain = 0.1
@@ -73,6 +75,10 @@ min_threads = 8
                                   "test.toml");
     EXPECT_EQ(c.socket, "/tmp/x.sock");
     EXPECT_EQ(c.log_level, spdlog::level::debug);
+    EXPECT_EQ(c.admin_group, "root");
+    EXPECT_EQ(c.admin_gid, 0u);
+    EXPECT_EQ(parse_config("[daemon]\nadmin_group = \"4711\"\n", "t").admin_gid, 4711u);
+    EXPECT_EQ(parse_config("", "t").admin_gid, std::nullopt);
     EXPECT_EQ(c.algorithm, "compact");
     EXPECT_EQ(c.interval.min_ms, 20u);
     EXPECT_EQ(c.interval.max_ms, 500u);
@@ -99,6 +105,8 @@ TEST(Config, ErrorsNameTheFileLineAndProblem) {
     EXPECT_EQ(
         error_of("[[track]]\nname = \"x\"\n"),
         "test.toml:1: a [[track]] rule needs at least one of comm, user, cgroup, min_threads");
+    EXPECT_EQ(error_of("[daemon]\nadmin_group = \"no-such-group-cdsm\"\n"),
+              "daemon.admin_group 'no-such-group-cdsm': no such group");
     EXPECT_EQ(error_of("[[track]]\nuser = \"no-such-user-cdsm\"\n"),
               "test.toml:1: track.user: no user 'no-such-user-cdsm'");
     EXPECT_EQ(

@@ -87,6 +87,9 @@ TEST(PeerCredentials, AreTheCallersOwn) {
     EXPECT_EQ(c.pid, ::getpid());
     EXPECT_EQ(c.uid, ::getuid());
     EXPECT_EQ(c.gid, ::getgid());
+    std::vector<gid_t> groups(std::size_t(::getgroups(0, nullptr)));
+    groups.resize(std::size_t(::getgroups(int(groups.size()), groups.data())));
+    EXPECT_EQ(c.groups, groups);
 }
 
 // A server that answers each request line by echoing its "cmd", or an error for "fail".

@@ -26,23 +26,30 @@ std::string temp_socket(const char* name) {
         .string();
 }
 
+std::atomic<int> big_answers{0};
+
 Json handler(const Json& r, const daemon::PeerCredentials& peer) {
     const std::string cmd = r.value("cmd", "");
     if (cmd == "whoami") return {{"uid", peer.uid}, {"pid", peer.pid}};
     if (cmd == "denied") throw ProtocolError("EPERM", "'track' needs root");
     if (cmd == "kernel") throw daemon::SystemError(ENOENT, "CDSM_IOC_AGE (application 9)");
     if (cmd == "libcdsm") throw cdsm::Error("matrix.csv", "row 2 is short");
-    if (cmd == "big") return {{"data", std::string(3u << 20, 'x')}};
+    if (cmd == "big") {
+        ++big_answers;
+        return {{"data", std::string(3u << 20, 'x')}};
+    }
     return {{"echo", cmd}};
 }
 
 // Runs the server loop on a thread while the test talks to it.
 class Running {
   public:
-    explicit Running(const std::string& path) : server_(path, handler) {
+    explicit Running(const std::string& path, ServerLimits limits = {})
+        : server_(path, handler, limits) {
         thread_ = std::thread([this] {
             while (!stop_) {
                 server_.dispatch();
+                server_.expire();
                 std::this_thread::sleep_for(std::chrono::milliseconds(1));
             }
         });
@@ -58,6 +65,15 @@ class Running {
     std::atomic<bool> stop_{false};
     std::thread thread_;
 };
+
+daemon::Fd connect_raw(const std::string& path) {
+    daemon::Fd fd(::socket(AF_UNIX, SOCK_STREAM, 0));
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::strcpy(addr.sun_path, path.c_str());
+    EXPECT_EQ(::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    return fd;
+}
 
 TEST(ControlServer, AnswersWithThePeersCredentialsAndErrorCodes) {
     const std::string path = temp_socket("a.sock");
@@ -89,11 +105,7 @@ TEST(ControlServer, AnswersWithThePeersCredentialsAndErrorCodes) {
 TEST(ControlServer, MalformedRequestsGetAnErrorAndTheConnectionSurvives) {
     const std::string path = temp_socket("b.sock");
     Running running(path);
-    daemon::Fd fd(::socket(AF_UNIX, SOCK_STREAM, 0));
-    sockaddr_un addr{};
-    addr.sun_family = AF_UNIX;
-    std::strcpy(addr.sun_path, path.c_str());
-    ASSERT_EQ(::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    const daemon::Fd fd = connect_raw(path);
     const std::string req = "not json\n[1]\n{\"cmd\":\"x\"}\n";
     ASSERT_EQ(::write(fd.get(), req.data(), req.size()), ssize_t(req.size()));
     std::string got;
@@ -137,6 +149,67 @@ TEST(ControlServer, ReplacesAStaleSocketButNotALiveServer) {
     ASSERT_TRUE(std::filesystem::exists(path));
     Running second(path);
     EXPECT_EQ(Client(path).request({{"cmd", "ok"}}), (Json{{"echo", "ok"}}));
+}
+
+TEST(ControlServer, AClientThatDoesNotReadIsNotReadEither) {
+    // 20 pipelined requests for 3 MiB answers each, none read: cdsmd used to answer them all
+    // at once (60 MiB held for a client that may never read); now at most one answer waits
+    // beyond the cap, and the rest are answered as the client reads.
+    const std::string path = temp_socket("e.sock");
+    Running running(path);
+    const daemon::Fd fd = connect_raw(path);
+    big_answers = 0;
+    std::string pipelined;
+    for (int i = 0; i < 20; ++i) pipelined += "{\"cmd\":\"big\"}\n";
+    ASSERT_EQ(::write(fd.get(), pipelined.data(), pipelined.size()), ssize_t(pipelined.size()));
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    EXPECT_LE(big_answers.load(), 2);
+    std::size_t lines = 0, bytes = 0;
+    std::vector<char> buf(1u << 20);
+    while (lines < 20) {
+        const ssize_t n = ::read(fd.get(), buf.data(), buf.size());
+        ASSERT_GT(n, 0);
+        lines += std::size_t(std::count(buf.begin(), buf.begin() + n, '\n'));
+        bytes += std::size_t(n);
+    }
+    EXPECT_EQ(big_answers.load(), 20);
+    EXPECT_GT(bytes, 20u * (3u << 20));
+}
+
+TEST(ControlServer, ConnectionsPerUserAreLimited) {
+    const std::string path = temp_socket("f.sock");
+    ServerLimits limits;
+    limits.max_clients_per_user = 2;
+    Running running(path, limits);
+    Client a(path), b(path), refused(path);
+    EXPECT_EQ(a.request({{"cmd", "ping"}}), (Json{{"echo", "ping"}}));
+    EXPECT_EQ(b.request({{"cmd", "ping"}}), (Json{{"echo", "ping"}}));
+    try {
+        refused.request({{"cmd", "ping"}});
+        FAIL() << "a third connection was served";
+    } catch (const ProtocolError& e) {
+        EXPECT_EQ(e.code(), "EBUSY");
+        EXPECT_EQ(std::string(e.what()),
+                  "uid " + std::to_string(::getuid()) +
+                      " has 2 connections open to cdsmd, the most one user may have");
+    }
+    EXPECT_EQ(running.server().connections(), 2u);
+}
+
+TEST(ControlServer, IdleAndHalfSentRequestsTimeOut) {
+    const std::string path = temp_socket("g.sock");
+    ServerLimits limits;
+    limits.client_timeout = std::chrono::milliseconds(300);
+    Running running(path, limits);
+    Client idle(path), partial(path), busy(path);
+    partial.send_raw("{\"cmd\":");
+    for (int i = 0; i < 8; ++i) {
+        EXPECT_EQ(busy.request({{"cmd", "ping"}}), (Json{{"echo", "ping"}}));
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    EXPECT_THROW(idle.request({{"cmd", "ping"}}), ProtocolError);
+    EXPECT_THROW(partial.request_line("\"ping\"}"), ProtocolError);
+    EXPECT_EQ(running.server().connections(), 1u);
 }
 
 }  // namespace

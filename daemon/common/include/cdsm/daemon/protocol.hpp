@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "cdsm/daemon/fd.hpp"
 
@@ -23,6 +24,9 @@ inline constexpr std::string_view kDefaultSocketPath = "/run/cdsm/cdsmd.sock";
 inline constexpr const char* kSocketEnv = "CDSM_SOCKET";
 /// The longest request line the server accepts.
 inline constexpr std::size_t kMaxRequestBytes = 1u << 20;
+/// The deepest nesting of objects and arrays a message may have (requests have 2 levels, the
+/// largest responses 4).
+inline constexpr int kMaxDepth = 16;
 /// The longest response line a client accepts (a matrix of thousands of tasks is large).
 inline constexpr std::size_t kMaxResponseBytes = 256u << 20;
 
@@ -68,14 +72,18 @@ class LineBuffer {
 };
 
 /// Parses one request or response line; throws ProtocolError("EPROTO") unless it is a JSON
-/// object.
+/// object nested at most kMaxDepth levels deep.
 Json parse_line(std::string_view line);
 
-/// Who is at the other end of a Unix socket (SO_PEERCRED).
+/// Who is at the other end of a Unix socket: the credentials the kernel recorded when the peer
+/// called connect() (SO_PEERCRED, SO_PEERGROUPS), seen from the caller's user namespace. They
+/// do not change afterwards, whatever the peer becomes (a setuid program it execs, a user
+/// namespace it enters).
 struct PeerCredentials {
     pid_t pid = 0;
     uid_t uid = 0;
     gid_t gid = 0;
+    std::vector<gid_t> groups;  ///< supplementary groups
 };
 PeerCredentials peer_credentials(int socket_fd);
 
@@ -91,6 +99,11 @@ class Client {
     /// server's code and message when it answered {"ok":false}, or "EPROTO"/"EIO" when the
     /// connection broke or the answer was not a protocol line.
     Json request(const Json& request);
+    /// Sends one line as it is (it need not be valid JSON; without its '\n') and returns the
+    /// answer as request() does.
+    Json request_line(std::string_view line);
+    /// Sends bytes as they are, without waiting for an answer.
+    void send_raw(std::string_view bytes);
 
   private:
     std::string path_;

@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "request.hpp"
+
+#include <fmt/format.h>
+#include <limits.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string_view>
+
+namespace cdsm::cdsmd {
+
+using daemon::Json;
+using daemon::ProtocolError;
+
+namespace {
+
+constexpr std::string_view kCommands[] = {"ping",  "list",    "show",     "tasks", "matrix",
+                                          "track", "untrack", "age",      "reset", "release",
+                                          "map",   "stats",   "topology", "set",   "reload"};
+constexpr std::string_view kWithApp[] = {"show", "tasks", "matrix",  "untrack",
+                                         "age",  "reset", "release", "map"};
+// Names and paths longer than this are no application's.
+constexpr std::size_t kMaxString = 4096;
+
+template <std::size_t N>
+bool one_of(std::string_view s, const std::string_view (&list)[N]) {
+    return std::find(std::begin(list), std::end(list), s) != std::end(list);
+}
+
+[[noreturn]] void bad(std::string_view cmd, std::string_view field, std::string_view what) {
+    throw ProtocolError("EINVAL", fmt::format("'{}': \"{}\" must be {}", cmd, field, what));
+}
+
+bool whole_at_most(const Json& v, std::uint64_t max) {
+    return v.is_number_unsigned() && v.get<std::uint64_t>() <= max;
+}
+
+void check_string(const Json& r, std::string_view cmd, const char* field) {
+    if (!r.contains(field)) return;
+    const Json& v = r[field];
+    if (!v.is_string() || v.get_ref<const std::string&>().size() > kMaxString) {
+        bad(cmd, field, fmt::format("a string of at most {} bytes", kMaxString));
+    }
+}
+
+void check_bool(const Json& r, std::string_view cmd, const char* field) {
+    if (r.contains(field) && !r[field].is_boolean()) bad(cmd, field, "true or false");
+}
+
+}  // namespace
+
+void validate_request(const Json& r) {
+    if (!r.is_object()) throw ProtocolError("EPROTO", "message is not a JSON object");
+    if (!r.contains("cmd") || !r["cmd"].is_string()) {
+        throw ProtocolError("EINVAL", "a request needs \"cmd\": a command name");
+    }
+    const std::string& cmd = r["cmd"].get_ref<const std::string&>();
+    if (!one_of(cmd, kCommands)) {
+        throw ProtocolError("EINVAL",
+                            fmt::format("unknown command '{}'",
+                                        cmd.substr(0, std::min<std::size_t>(64, cmd.size()))));
+    }
+    check_bool(r, cmd, "dry_run");
+    if (one_of(cmd, kWithApp)) {
+        if (!r.contains("app")) throw ProtocolError("EINVAL", "missing \"app\"");
+        const Json& a = r["app"];
+        const bool name = a.is_string() && a.get_ref<const std::string&>().size() <= kMaxString;
+        if (!name && !whole_at_most(a, UINT32_MAX)) {
+            bad(cmd, "app", "an application id (a whole number) or name (a string)");
+        }
+    }
+    if (cmd == "matrix") check_bool(r, cmd, "sparse");
+    if (cmd == "map") check_string(r, cmd, "algorithm");
+    if (cmd == "track") {
+        check_string(r, cmd, "name");
+        check_string(r, cmd, "cgroup");
+        if (r.contains("pid") && !(whole_at_most(r["pid"], INT_MAX) && r["pid"] != 0)) {
+            bad(cmd, "pid", "a process id (a whole number from 1)");
+        }
+    }
+    if (cmd == "set") {
+        if (!r.contains("params") || !r["params"].is_object()) {
+            throw ProtocolError("EINVAL", "set needs \"params\": {NAME: VALUE}");
+        }
+        for (const auto& [name, value] : r["params"].items()) {
+            if (!whole_at_most(value, UINT32_MAX)) {
+                throw ProtocolError(
+                    "EINVAL", fmt::format("'set': parameter '{}' must be a whole number "
+                                          "from 0 to {}",
+                                          name.substr(0, std::min<std::size_t>(64, name.size())),
+                                          UINT32_MAX));
+            }
+        }
+    }
+}
+
+void check_matrix_cells(std::uint64_t cells, bool sparse, std::uint32_t app_id) {
+    if (cells <= kMaxMatrixCells) return;
+    throw ProtocolError(
+        "E2BIG", fmt::format("the matrix of application {} has {} {}cells, more than the {} one "
+                             "answer carries{}",
+                             app_id, cells, sparse ? "non-zero " : "", kMaxMatrixCells,
+                             sparse ? "" : "; ask for its non-zero cells (\"sparse\":true)"));
+}
+
+Json matrix_cells(const daemon::KernelMatrix& m, bool sparse, std::uint32_t app_id) {
+    const std::size_t dim = m.dim;
+    if (!sparse) {
+        check_matrix_cells(std::uint64_t(dim) * dim, false, app_id);
+        Json cells = Json::array();
+        for (std::size_t i = 0; i < dim; ++i) {
+            cells.push_back(
+                std::vector<std::uint32_t>(m.cells.begin() + std::ptrdiff_t(i * dim),
+                                           m.cells.begin() + std::ptrdiff_t((i + 1) * dim)));
+        }
+        return {{"cells", std::move(cells)}};
+    }
+    // Symmetric: the cells above the diagonal say it all.
+    std::uint64_t nonzero = 0;
+    for (std::size_t i = 0; i < dim; ++i) {
+        for (std::size_t k = i + 1; k < dim; ++k) nonzero += m.cells[i * dim + k] != 0;
+    }
+    check_matrix_cells(nonzero, true, app_id);
+    Json entries = Json::array();
+    for (std::size_t i = 0; i < dim; ++i) {
+        for (std::size_t k = i + 1; k < dim; ++k) {
+            if (const std::uint32_t v = m.cells[i * dim + k]) entries.push_back({i, k, v});
+        }
+    }
+    return {{"entries", std::move(entries)}};
+}
+
+}  // namespace cdsm::cdsmd

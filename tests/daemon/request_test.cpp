@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: GPL-2.0
+// Requests are checked before use: every field of the type it must have, nothing nested deep
+// enough to overflow a recursive walk; matrix answers have a bounded size.
+#include "request.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace cdsm::cdsmd {
+namespace {
+
+using daemon::Json;
+using daemon::ProtocolError;
+
+std::string code_of(const std::string& line) {
+    try {
+        validate_request(daemon::parse_line(line));
+    } catch (const ProtocolError& e) {
+        return e.code() + ": " + e.what();
+    }
+    return "ok";
+}
+
+TEST(Request, ADeepRequestIsRefusedBeforeAnythingWalksIt) {
+    // Nested 300000 deep under the 1 MiB limit: a recursive dump of it overflowed the stack.
+    const std::size_t deep = 300000;
+    const std::string line =
+        R"({"cmd":"show","app":)" + std::string(deep, '[') + std::string(deep, ']') + "}";
+    ASSERT_LT(line.size(), daemon::kMaxRequestBytes);
+    EXPECT_EQ(code_of(line), "EPROTO: message nested more than 16 levels deep");
+    // 16 levels are allowed, 17 are not.
+    EXPECT_EQ(code_of(R"({"cmd":"ping","x":)" + std::string(15, '[') + std::string(15, ']') + "}"),
+              "ok");
+    EXPECT_EQ(code_of(R"({"cmd":"ping","x":)" + std::string(16, '[') + std::string(16, ']') + "}"),
+              "EPROTO: message nested more than 16 levels deep");
+}
+
+TEST(Request, EveryFieldReadHasItsType) {
+    EXPECT_EQ(code_of(R"({"cmd":"list"})"), "ok");
+    EXPECT_EQ(code_of(R"({"cmd":"list","anything":[{}]})"), "ok");  // unread fields are ignored
+    EXPECT_EQ(code_of(R"({"cmd":"show","app":7})"), "ok");
+    EXPECT_EQ(code_of(R"({"cmd":"show","app":"lulesh"})"), "ok");
+    EXPECT_EQ(code_of(R"({"cmd":"track","pid":42,"name":"x"})"), "ok");
+    EXPECT_EQ(code_of(R"({"cmd":"track","cgroup":"/a/b"})"), "ok");
+    EXPECT_EQ(code_of(R"({"cmd":"map","app":1,"dry_run":true,"algorithm":"compact"})"), "ok");
+    EXPECT_EQ(code_of(R"({"cmd":"set","params":{"auto_threads":4}})"), "ok");
+    EXPECT_EQ(code_of(R"({"cmd":"matrix","app":1,"sparse":true})"), "ok");
+
+    EXPECT_EQ(code_of(R"({})"), R"(EINVAL: a request needs "cmd": a command name)");
+    EXPECT_EQ(code_of(R"({"cmd":["list"]})"), R"(EINVAL: a request needs "cmd": a command name)");
+    EXPECT_EQ(code_of(R"({"cmd":"rm -rf"})"), "EINVAL: unknown command 'rm -rf'");
+    EXPECT_EQ(code_of(R"({"cmd":"show"})"), R"(EINVAL: missing "app")");
+    for (const char* app : {R"({"a":1})", "[1]", "-1", "1.5", "4294967296", "null", "true"}) {
+        EXPECT_EQ(code_of(std::string(R"({"cmd":"show","app":)") + app + "}"),
+                  R"(EINVAL: 'show': "app" must be an application id (a whole number) or name )"
+                  R"((a string))")
+            << app;
+    }
+    EXPECT_EQ(code_of(R"({"cmd":"show","app":")" + std::string(5000, 'x') + "\"}"),
+              R"(EINVAL: 'show': "app" must be an application id (a whole number) or name )"
+              R"((a string))");
+    EXPECT_EQ(code_of(R"({"cmd":"list","dry_run":"yes"})"),
+              R"(EINVAL: 'list': "dry_run" must be true or false)");
+    for (const char* pid : {R"("42")", "-1", "0", "2147483648", "1.0"}) {
+        EXPECT_EQ(code_of(std::string(R"({"cmd":"track","pid":)") + pid + "}"),
+                  R"(EINVAL: 'track': "pid" must be a process id (a whole number from 1))")
+            << pid;
+    }
+    EXPECT_EQ(code_of(R"({"cmd":"track","cgroup":7})"),
+              R"(EINVAL: 'track': "cgroup" must be a string of at most 4096 bytes)");
+    EXPECT_EQ(code_of(R"({"cmd":"map","app":1,"algorithm":{}})"),
+              R"(EINVAL: 'map': "algorithm" must be a string of at most 4096 bytes)");
+    EXPECT_EQ(code_of(R"({"cmd":"set","params":[1]})"),
+              R"(EINVAL: set needs "params": {NAME: VALUE})");
+    EXPECT_EQ(code_of(R"({"cmd":"set","params":{"max_tasks":-3}})"),
+              "EINVAL: 'set': parameter 'max_tasks' must be a whole number from 0 to 4294967295");
+    EXPECT_EQ(code_of(R"({"cmd":"matrix","app":1,"sparse":1})"),
+              R"(EINVAL: 'matrix': "sparse" must be true or false)");
+}
+
+daemon::KernelMatrix matrix(std::uint32_t dim) {
+    daemon::KernelMatrix m;
+    m.dim = dim;
+    m.cells.assign(std::size_t(dim) * dim, 0);
+    return m;
+}
+
+TEST(MatrixAnswer, DenseRowsOrSparseCellsAboveTheDiagonal) {
+    auto m = matrix(3);
+    m.cells = {0, 5, 0, 5, 0, 7, 0, 7, 0};
+    EXPECT_EQ(matrix_cells(m, false, 1), (Json{{"cells", {{0, 5, 0}, {5, 0, 7}, {0, 7, 0}}}}));
+    EXPECT_EQ(matrix_cells(m, true, 1), (Json{{"entries", {{0, 1, 5}, {1, 2, 7}}}}));
+}
+
+TEST(MatrixAnswer, IsBounded) {
+    // 1024 tasks are sent dense; 1025 are not (a matrix of 4096 tasks was ~200 MB of JSON).
+    EXPECT_NO_THROW(check_matrix_cells(1024u * 1024u, false, 3));
+    try {
+        matrix_cells(matrix(1025), false, 3);
+        FAIL() << "a dense matrix of 1025 tasks was sent";
+    } catch (const ProtocolError& e) {
+        EXPECT_EQ(e.code(), "E2BIG");
+        EXPECT_EQ(std::string(e.what()),
+                  "the matrix of application 3 has 1050625 cells, more than the 1048576 one "
+                  "answer carries; ask for its non-zero cells (\"sparse\":true)");
+    }
+    // Sparse: what counts is the non-zero cells.
+    auto m = matrix(1025);
+    m.cells[1] = m.cells[1025] = 9;
+    EXPECT_EQ(matrix_cells(m, true, 3), (Json{{"entries", {{0, 1, 9}}}}));
+    EXPECT_THROW(check_matrix_cells(kMaxMatrixCells + 1, true, 3), ProtocolError);
+}
+
+}  // namespace
+}  // namespace cdsm::cdsmd
