@@ -838,9 +838,12 @@ int Daemon::run() {
         const auto wait =
             std::chrono::duration_cast<std::chrono::milliseconds>(next_wakeup() - Clock::now());
         epoll_event ready[8];
-        const int n = ::epoll_wait(epoll.get(), ready, 8,
-                                   int(std::clamp<std::int64_t>(wait.count(), 0, 1000)));
+        // Requests read and not answered yet (one per connection and turn) do not wait.
+        const int n = ::epoll_wait(
+            epoll.get(), ready, 8,
+            server_->busy() ? 0 : int(std::clamp<std::int64_t>(wait.count(), 0, 1000)));
         if (n < 0 && errno != EINTR) daemon::throw_errno("epoll_wait");
+        bool serve = server_->busy();
         for (int i = 0; i < n; ++i) {
             const int fd = ready[i].data.fd;
             if (fd == sigfd.get()) {
@@ -856,9 +859,10 @@ int Daemon::run() {
             } else if (fd == events_->fd()) {
                 on_events();
             } else if (fd == server_->fd()) {
-                server_->dispatch();
+                serve = true;
             }
         }
+        if (serve) server_->dispatch();
         if (reload_) reload();
         if (stop_) break;
         run_due();

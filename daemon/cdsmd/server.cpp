@@ -12,6 +12,8 @@
 #include <cdsm/error.hpp>
 #include <cstring>
 #include <filesystem>
+#include <set>
+#include <vector>
 
 namespace cdsm::cdsmd {
 
@@ -91,12 +93,18 @@ Json ControlServer::answer(const Handler& handler, const std::string& line,
 void ControlServer::dispatch() {
     epoll_event events[32];
     const int n = ::epoll_wait(epoll_.get(), events, 32, 0);
+    std::set<int> served;
     for (int i = 0; i < n; ++i) {
         if (events[i].data.fd == listen_.get()) {
             accept_all();
         } else {
             serve(events[i].data.fd, events[i].events);
+            served.insert(events[i].data.fd);
         }
+    }
+    // The others with requests read and not answered yet get their turn too.
+    for (int fd : std::vector<int>(backlog_.begin(), backlog_.end())) {
+        if (!served.count(fd)) serve(fd, 0);
     }
 }
 
@@ -153,11 +161,10 @@ void ControlServer::update_interest(Connection& c) {
     ::epoll_ctl(epoll_.get(), EPOLL_CTL_MOD, c.fd.get(), &ev);
 }
 
-void ControlServer::answer_buffered(Connection& c) {
+void ControlServer::answer_one(Connection& c) {
+    if (c.broken || c.out.size() > limits_.output_cap) return;
     try {
-        while (!c.broken && c.out.size() <= limits_.output_cap) {
-            const auto line = c.in.next_line();
-            if (!line) return;
+        if (const auto line = c.in.next_line()) {
             c.out += daemon::encode_line(answer(handler_, *line, c.peer));
             c.active = Clock::now();
         }
@@ -178,9 +185,7 @@ void ControlServer::read_requests(Connection& c) {
             } catch (const daemon::ProtocolError& e) {
                 c.out += daemon::encode_line(daemon::error_response(e.code(), e.what()));
                 c.broken = true;
-                return;
             }
-            answer_buffered(c);
             continue;
         }
         if (n < 0 && errno == EINTR) continue;
@@ -206,6 +211,7 @@ bool ControlServer::flush(Connection& c) {
 void ControlServer::close(int fd) {
     ::epoll_ctl(epoll_.get(), EPOLL_CTL_DEL, fd, nullptr);
     connections_.erase(fd);
+    backlog_.erase(fd);
 }
 
 void ControlServer::serve(int fd, std::uint32_t events) {
@@ -214,14 +220,17 @@ void ControlServer::serve(int fd, std::uint32_t events) {
     Connection& c = it->second;
     if (events & EPOLLERR) return close(fd);
     if (events & (EPOLLIN | EPOLLRDHUP)) read_requests(c);
-    // Answers sent make room for the requests already read, and those for more reading.
-    for (std::size_t before = SIZE_MAX; c.out.size() < before;) {
-        before = c.out.size();
-        if (!flush(c) || (events & EPOLLHUP)) return close(fd);
-        answer_buffered(c);
-    }
+    // One request per turn: a client that pipelines many waits its turn behind the others.
+    answer_one(c);
+    if (!flush(c) || (events & EPOLLHUP)) return close(fd);
+    const bool more = !c.broken && c.in.has_line();
     // A peer that half-closed after its requests still gets its answers.
-    if ((c.eof || c.broken) && c.out.empty()) return close(fd);
+    if ((c.eof || c.broken) && c.out.empty() && !more) return close(fd);
+    if (more && c.out.size() <= limits_.output_cap) {
+        backlog_.insert(fd);
+    } else {
+        backlog_.erase(fd);
+    }
     update_interest(c);
 }
 

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 
 #include "cdsm/daemon/protocol.hpp"
@@ -45,8 +46,11 @@ class ControlServer {
 
     /// An epoll descriptor that is readable when dispatch() has work.
     int fd() const noexcept { return epoll_.get(); }
-    /// Accepts, reads, answers and writes whatever is ready, without blocking.
+    /// Accepts, reads, answers and writes whatever is ready, without blocking: one request per
+    /// connection and call, round robin.
     void dispatch();
+    /// Requests were read and are not answered yet: call dispatch() again without waiting.
+    bool busy() const noexcept { return !backlog_.empty(); }
     /// Closes the connections idle for longer than the limit.
     void expire();
     const std::string& path() const noexcept { return path_; }
@@ -73,11 +77,13 @@ class ControlServer {
     void accept_all();
     void serve(int fd, std::uint32_t events);
     void read_requests(Connection& c);
-    void answer_buffered(Connection& c);
+    void answer_one(Connection& c);
     /// Sends what it can; false when the connection broke.
     bool flush(Connection& c);
+    /// Read more only when every request read is answered and the answers are under the cap:
+    /// what a connection holds stays bounded by one read and one answer.
     bool reading(const Connection& c) const {
-        return !c.eof && !c.broken && c.out.size() <= limits_.output_cap;
+        return !c.eof && !c.broken && c.out.size() <= limits_.output_cap && !c.in.has_line();
     }
     void update_interest(Connection& c);
     void close(int fd);
@@ -88,6 +94,7 @@ class ControlServer {
     daemon::Fd epoll_;
     daemon::Fd listen_;
     std::map<int, Connection> connections_;
+    std::set<int> backlog_;  ///< connections with requests read and not yet answered
 };
 
 }  // namespace cdsm::cdsmd

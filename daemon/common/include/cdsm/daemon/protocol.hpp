@@ -64,6 +64,8 @@ class LineBuffer {
     /// The next complete line without its '\n', if one is there.
     std::optional<std::string> next_line();
     bool empty() const noexcept { return data_.empty(); }
+    /// A complete line is there.
+    bool has_line() const noexcept { return data_.find('\n', scanned_) != std::string::npos; }
 
   private:
     std::size_t max_bytes_;
