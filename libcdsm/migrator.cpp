@@ -40,13 +40,18 @@ std::vector<std::uint32_t> parse_cpu_list(std::string_view list) {
         const auto comma = list.find(',');
         const std::string_view range = list.substr(0, comma);
         list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
+        const auto bad = [&range] {
+            return Error("CPU list '" + std::string(range) + "'",
+                         "is not a CPU number or range (N or N-M, N <= M, at most " +
+                             std::to_string(kMaxCpu) + ")");
+        };
+        const char* const end = range.data() + range.size();
         std::uint32_t first = 0, last = 0;
-        const auto [end, ec] = std::from_chars(range.data(), range.data() + range.size(), first);
+        auto r = std::from_chars(range.data(), end, first);
         last = first;
-        if (ec == std::errc() && end != range.data() + range.size() && *end == '-')
-            std::from_chars(end + 1, range.data() + range.size(), last);
-        if (ec != std::errc())
-            throw Error("CPU list '" + std::string(range) + "'", "is not a CPU range");
+        if (r.ec == std::errc() && r.ptr != end && *r.ptr == '-')
+            r = std::from_chars(r.ptr + 1, end, last);
+        if (r.ec != std::errc() || r.ptr != end || last < first || last > kMaxCpu) throw bad();
         for (std::uint32_t cpu = first; cpu <= last; ++cpu) cpus.push_back(cpu);
     }
     return cpus;

@@ -36,7 +36,11 @@ class Migrator {
 /// cpuset.effective_cpus), or nothing if the task has no cpuset controller or is gone.
 std::optional<std::vector<std::uint32_t>> cgroup_allowed_cpus(pid_t tid);
 
-/// Parses a Linux CPU list such as "0-3,8,10-11".
+/// The largest CPU number parse_cpu_list() accepts (Linux has at most 8192 CPUs, NR_CPUS).
+inline constexpr std::uint32_t kMaxCpu = 65535;
+
+/// Parses a Linux CPU list such as "0-3,8,10-11". Throws Error unless every item is a CPU
+/// number or a range N-M with N <= M, each at most kMaxCpu.
 std::vector<std::uint32_t> parse_cpu_list(std::string_view list);
 
 }  // namespace cdsm

@@ -115,5 +115,17 @@ TEST(Migrator, ChecksSizesAndParsesCpuLists) {
     }
 }
 
+// Found by tests/fuzz/fuzz_current (`cdsmctl map --current 0-4294967295` ran out of memory; the
+// range's end wrapped around, so the loop never ended). A list is all CPU numbers and ranges or
+// an error: no silently shortened range, no number larger than a machine has CPUs.
+TEST(Migrator, CpuListsThatAreNotListsOfCpusAreErrors) {
+    EXPECT_THAT(parse_cpu_list("7,0-1,"), ElementsAre(7, 0, 1));
+    EXPECT_THAT(parse_cpu_list("65535"), ElementsAre(65535));
+    for (const char* bad :
+         {"4294967295", "0-65536", "7-0", "0-", "-3", "3x", "1-2x", "0,,1", " 1", "0-4294967295"}) {
+        EXPECT_THROW(parse_cpu_list(bad), Error) << bad;
+    }
+}
+
 }  // namespace
 }  // namespace cdsm
