@@ -8,6 +8,7 @@
 
 #include <cdsm/error.hpp>
 #include <cdsm/mapper.hpp>
+#include <charconv>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -102,7 +103,11 @@ class TableReader {
 
 std::optional<uid_t> resolve_user(const std::string& user) {
     if (!user.empty() && user.find_first_not_of("0123456789") == std::string::npos) {
-        return static_cast<uid_t>(std::stoul(user));
+        // A number beyond uid_t is no user, nor is (uid_t)-1 (the kernel's "no uid").
+        uid_t uid = 0;
+        const auto r = std::from_chars(user.data(), user.data() + user.size(), uid);
+        if (r.ec != std::errc() || uid == static_cast<uid_t>(-1)) return std::nullopt;
+        return uid;
     }
     if (const passwd* pw = ::getpwnam(user.c_str())) return pw->pw_uid;
     return std::nullopt;

@@ -2,6 +2,7 @@
 // cdsmd's TOML configuration: defaults, the documented example, and clear errors.
 #include "config.hpp"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cdsm/error.hpp>
@@ -109,6 +110,12 @@ TEST(Config, ErrorsNameTheFileLineAndProblem) {
               "daemon.admin_group 'no-such-group-cdsm': no such group");
     EXPECT_EQ(error_of("[[track]]\nuser = \"no-such-user-cdsm\"\n"),
               "test.toml:1: track.user: no user 'no-such-user-cdsm'");
+    // A uid beyond uid_t is no user (it was cut to uid 0, or thrown as std::out_of_range
+    // without file or line: tests/fuzz/fuzz_config); so is (uid_t)-1, "no uid" to the kernel.
+    for (const char* uid : {"4294967296", "99999999999999999999", "4294967295"}) {
+        EXPECT_EQ(error_of(fmt::format("[[track]]\nuser = \"{}\"\n", uid)),
+                  fmt::format("test.toml:1: track.user: no user '{}'", uid));
+    }
     EXPECT_EQ(
         error_of("[[track]]\ncgroup = \"job_*\"\n"),
         "test.toml:1: track.cgroup 'job_*' must start with '/' (relative to the cgroup2 root)");
