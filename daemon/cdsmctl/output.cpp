@@ -90,7 +90,9 @@ std::optional<std::int64_t> optional_int(const nlohmann::json& object, const cha
 }
 
 void print_json(std::ostream& out, const nlohmann::json& value) {
-    out << value.dump(2) << '\n';
+    // Names come from files, hwloc and cdsmd (a task's comm can hold any byte): bytes that are
+    // not UTF-8 are replaced rather than thrown, as cdsmd's encode_line does.
+    out << value.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
 }
 
 }  // namespace cdsmctl

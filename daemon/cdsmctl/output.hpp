@@ -49,7 +49,8 @@ const nlohmann::json& field(const nlohmann::json& object, const char* name);
 /// An optional integer member (absent or null gives nothing).
 std::optional<std::int64_t> optional_int(const nlohmann::json& object, const char* name);
 
-/// Prints JSON the way every --json output is printed: indented, one trailing newline.
+/// Prints JSON the way every --json output is printed: indented, one trailing newline, bytes
+/// that are not UTF-8 replaced by U+FFFD.
 void print_json(std::ostream& out, const nlohmann::json& value);
 
 }  // namespace cdsmctl

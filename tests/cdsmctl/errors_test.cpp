@@ -79,6 +79,16 @@ TEST(Errors, BadSyntheticTopology) {
     expect_error(r, 1, {"pack:two pu:x"});
 }
 
+// Found by tests/fuzz/fuzz_topology: hwloc accepts this description, and --json failed on the
+// bytes of its name that are not UTF-8 ("[json.exception.type_error.316] invalid UTF-8 byte").
+TEST(Errors, JsonOutputReplacesBytesThatAreNotUtf8) {
+    const Result r = cdsmctl({"topology", "--json", "--topology",
+                              "pack\xcc\xcd\xdf\x93\xcc\xc5\xce\xdf"
+                              "core:8 pu:2"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_EQ(nlohmann::json::parse(r.out)["pu_count"], 16);
+}
+
 TEST(Errors, BadCurrentPlacement) {
     TempDir dir;
     const auto matrix = dir.write("m.csv", cdsm::format_matrix_csv(mirrored_pairs(4)));
