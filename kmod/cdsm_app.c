@@ -12,11 +12,14 @@
 
 #include <linux/cgroup.h>
 #include <linux/cred.h>
+#include <linux/debugfs.h>
 #include <linux/pid.h>
 #include <linux/rcupdate.h>
+#include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/sched/task.h>
 #include <linux/slab.h>
+#include <linux/seq_file.h>
 #include <linux/string.h>
 #include <linux/timekeeping.h>
 #include <linux/tracepoint.h>
@@ -32,8 +35,39 @@ atomic_t cdsm_nr_live_tasks;
 atomic_t cdsm_nr_apps;
 
 static DEFINE_HASHTABLE(cdsm_task_hash, 10);
-static u8 cdsm_slot_gen[CDSM_MAX_APPS];
+static u16 cdsm_slot_gen[CDSM_MAX_APPS];
 static u32 cdsm_next_app_id = 1;
+/* A slot's generation wrapped: the worker clears the block table. */
+static atomic_t cdsm_clear_pending;
+
+/*
+ * Consistency counters, under cdsm_lock (debugfs "registry"): additions of a
+ * task that already had a record (the TRACK walk and the fork probe both saw
+ * it) or that was exiting, both refused; processes not tracked automatically
+ * because their user or all users reached the quota.
+ */
+static u64 cdsm_refused_tracked, cdsm_refused_exiting, cdsm_auto_refused;
+
+/*
+ * Processes taken out of tracking by CDSM_IOC_UNTRACK or _RELEASE (a reference
+ * to each one's tgid pid), so that auto mode does not track them again at
+ * their next thread. Forgotten when the process is gone; at most
+ * CDSM_UNTRACKED_MAX, beyond which the oldest is forgotten. Under cdsm_lock.
+ */
+#define CDSM_UNTRACKED_MAX 1024
+
+/**
+ * struct cdsm_untracked - an untracked process.
+ * @node:	in cdsm_untracked_list, oldest first.
+ * @tgid:	its tgid pid (a reference).
+ */
+struct cdsm_untracked {
+	struct list_head node;
+	struct pid *tgid;
+};
+
+static LIST_HEAD(cdsm_untracked_list);
+static unsigned int cdsm_nr_untracked;
 
 static size_t cdsm_chunk_sz(void)
 {
@@ -69,25 +103,69 @@ struct cdsm_task *cdsm_app_task(struct cdsm_app *app, u32 index)
 	return &app->chunks[index / CDSM_TASK_CHUNK][index % CDSM_TASK_CHUNK];
 }
 
-/* Adds @p to @app. Context: cdsm_lock held. */
+/*
+ * The first task of @app joined: it owns the application (its effective uid,
+ * once), and the application's memory is charged to its memory cgroup.
+ * task_lock() keeps @p->mm from changing under us. Context: cdsm_lock held.
+ */
+static void cdsm_app_set_owner(struct cdsm_app *app, struct task_struct *p)
+{
+	app->uid = task_euid(p);
+	if (app->memcg)
+		return;
+	task_lock(p);
+	if (p->mm)
+		app->memcg = get_mem_cgroup_from_mm(p->mm);
+	task_unlock(p);
+}
+
+/*
+ * Adds @p to @app, unless @p already has a record or is exiting. This is
+ * the one place a task joins, so that the TRACK walk and the probes cannot
+ * both add it (the walk can see a child after copy_process() linked it and
+ * before sched_process_fork fires). The exit probe reads the live count
+ * without the lock; the count is raised before PF_EXITING is read, each
+ * side with a full barrier, so that either this sees PF_EXITING or the
+ * exit probe sees the count and waits for the lock (and the record).
+ * Context: cdsm_lock held.
+ */
 static struct cdsm_task *cdsm_app_add_task(struct cdsm_app *app,
 					   struct task_struct *p)
 {
 	u32 idx = app->nr_tasks, c = idx / CDSM_TASK_CHUNK;
+	struct mem_cgroup *old_memcg;
 	struct cdsm_task *t;
 
 	if (app->flags & CDSM_APP_UNTRACKED)
 		return NULL;
+	if (cdsm_task_lookup(p)) {
+		cdsm_refused_tracked++;
+		return NULL;
+	}
 	if (idx >= app->max_tasks) {
 		app->flags |= CDSM_APP_TRUNCATED;
 		return NULL;
 	}
+	atomic_inc(&cdsm_nr_live_tasks);
+	/* Count raised before PF_EXITING is read: pairs with cdsm_probe_exit(). */
+	smp_mb__after_atomic();
+	if (READ_ONCE(p->flags) & PF_EXITING) {
+		atomic_dec(&cdsm_nr_live_tasks);
+		cdsm_refused_exiting++;
+		return NULL;
+	}
+	if (!idx)
+		cdsm_app_set_owner(app, p);
 	if (!app->chunks[c]) {
 		app->chunks[c] = app->spare_chunk;
 		app->spare_chunk = NULL;
 		if (!app->chunks[c]) {
-			app->chunks[c] = kzalloc(cdsm_chunk_sz(), GFP_NOWAIT | __GFP_NOWARN);
+			old_memcg = set_active_memcg(app->memcg);
+			app->chunks[c] = kzalloc(cdsm_chunk_sz(),
+						 GFP_NOWAIT | __GFP_NOWARN | __GFP_ACCOUNT);
+			set_active_memcg(old_memcg);
 			if (!app->chunks[c]) {
+				atomic_dec(&cdsm_nr_live_tasks);
 				cdsm_stat_add(CDSM_STAT_ALLOC_FAILURES, 1);
 				return NULL;
 			}
@@ -107,7 +185,6 @@ static struct cdsm_task *cdsm_app_add_task(struct cdsm_app *app,
 	cdsm_task_refresh(app, t);
 	app->nr_tasks++;
 	app->nr_live++;
-	atomic_inc(&cdsm_nr_live_tasks);
 	hash_add_rcu(cdsm_task_hash, &t->hnode, (unsigned long)p);
 	cdsm_event_queue(CDSM_EVENT_TASK_JOINED, app->id, t);
 	return t;
@@ -115,8 +192,9 @@ static struct cdsm_task *cdsm_app_add_task(struct cdsm_app *app,
 
 /**
  * cdsm_task_refresh() - copy a live task's command name and effective uid
- * into its record (and the application's, for its first task): a task that
- * execs another program or changes user is seen as it is now.
+ * into its record, and the command name into the application's for its first
+ * task: a task that execs another program or changes user is seen as it is
+ * now. The application's owner (@app->uid) never changes.
  * @app:	the task's application.
  * @t:		a task that has not exited.
  *
@@ -128,34 +206,26 @@ void cdsm_task_refresh(struct cdsm_app *app, struct cdsm_task *t)
 	/* Unlocked, as the kernel's own tracepoints read comm. */
 	strscpy_pad(t->comm, t->task->comm, sizeof(t->comm));
 	t->euid = task_euid(t->task);
-	if (!t->index) {
+	if (!t->index)
 		memcpy(app->comm, t->comm, sizeof(app->comm));
-		app->uid = t->euid;
-	}
 }
 
 /**
- * cdsm_app_has_user() - whether @uid is the effective uid of one of the
- * application's tasks: now for live tasks, at their exit for the others.
+ * cdsm_app_readable() - the one rule for reading an application: the reader
+ * has CAP_SYS_ADMIN in the initial user namespace (@admin), or its effective
+ * uid is the application's owner, the effective uid of its first task when
+ * that task joined. An application no task joined yet (a cgroup's) has no
+ * owner: only admins read it. Later tasks, of any user, change nothing.
  * @app:	the application.
- * @uid:	the user.
+ * @euid:	the reader's effective uid (the opener's, see cdsm_dev.c).
+ * @admin:	the reader is an admin.
  *
- * Context: cdsm_lock held.
- * Return: true if one task has (or had at its exit) @uid.
+ * Context: cdsm_lock held (@app->uid is set under it).
+ * Return: true if the reader may read @app.
  */
-bool cdsm_app_has_user(struct cdsm_app *app, kuid_t uid)
+bool cdsm_app_readable(const struct cdsm_app *app, kuid_t euid, bool admin)
 {
-	u32 i;
-
-	for (i = 0; i < app->nr_tasks; i++) {
-		struct cdsm_task *t = cdsm_app_task(app, i);
-
-		if (!(t->flags & CDSM_TASK_EXITED))
-			cdsm_task_refresh(app, t);
-		if (uid_eq(t->euid, uid))
-			return true;
-	}
-	return false;
+	return admin || (uid_valid(app->uid) && uid_eq(app->uid, euid));
 }
 
 /* Marks @app ended. Context: cdsm_lock held. */
@@ -214,14 +284,22 @@ static struct cdsm_app *cdsm_app_create(u32 kind, struct task_struct *first,
 		     cdsm_chunk_sz());
 	app->id = cdsm_next_app_id++;
 	app->slot = slot;
-	cdsm_slot_gen[slot]++;
+	/*
+	 * A new generation: the slot's previous applications' entries in the
+	 * block table keep their keys. When the generation wraps, an entry
+	 * 2^CDSM_GEN_BITS generations old would alias this application: the
+	 * worker clears the table before it applies more records.
+	 */
+	cdsm_slot_gen[slot] = (cdsm_slot_gen[slot] + 1) & ((1U << CDSM_GEN_BITS) - 1);
+	if (!cdsm_slot_gen[slot])
+		atomic_set(&cdsm_clear_pending, 1);
 	app->key = slot | (u32)cdsm_slot_gen[slot] << 8;
 	app->kind = kind;
 	app->max_tasks = max_tasks;
 	app->cgrp = cgrp;
 	app->start_ns = ktime_get_boottime_ns();
-	/* The first task's, once it joins (cdsm_task_refresh()). */
-	app->uid = current_euid();
+	/* The first task's, once it joins (cdsm_app_set_owner()). */
+	app->uid = INVALID_UID;
 	if (first)
 		app->root_pid = task_tgid_nr(first);
 	/* Publish the initialised application to the lockless worker. */
@@ -240,8 +318,7 @@ static void cdsm_app_add_threads(struct cdsm_app *app, struct task_struct *leade
 	struct task_struct *t;
 
 	for_each_thread(leader, t)
-		if (!(t->flags & PF_EXITING) && !cdsm_task_lookup(t))
-			cdsm_app_add_task(app, t);
+		cdsm_app_add_task(app, t);
 }
 
 static bool cdsm_in_cgroup(struct task_struct *p, struct cgroup *cgrp)
@@ -269,14 +346,53 @@ static bool cdsm_cgroup_taken(struct cgroup *cgrp)
 	return false;
 }
 
+/* @p's process was untracked (see cdsm_untracked_list). Context: cdsm_lock. */
+static bool cdsm_was_untracked(struct task_struct *p)
+{
+	struct pid *tgid = task_tgid(p);
+	struct cdsm_untracked *u;
+
+	list_for_each_entry(u, &cdsm_untracked_list, node)
+		if (u->tgid == tgid)
+			return true;
+	return false;
+}
+
+/*
+ * Auto mode may take one more application of @uid: at most auto_max_apps
+ * automatic applications in all (the other slots stay for TRACK) and
+ * auto_per_uid of one user; ended ones count until they are removed, as
+ * they hold their slots. Context: cdsm_lock held.
+ */
+static bool cdsm_auto_quota_ok(kuid_t uid)
+{
+	unsigned int all = 0, mine = 0;
+	int slot;
+
+	for (slot = 0; slot < CDSM_MAX_APPS; slot++) {
+		struct cdsm_app *app = cdsm_apps[slot];
+
+		if (!app || app->kind != CDSM_TRACK_AUTO)
+			continue;
+		all++;
+		mine += uid_eq(app->uid, uid);
+	}
+	return all < READ_ONCE(cdsm_auto_max_apps) && mine < READ_ONCE(cdsm_auto_per_uid);
+}
+
 /* Auto mode: a process that reached auto_threads threads. */
 static void cdsm_app_auto(struct task_struct *p)
 {
 	unsigned int min_threads = READ_ONCE(cdsm_params.auto_threads);
 	struct cdsm_app *app;
 
-	if (!min_threads || get_nr_threads(p) < min_threads || !p->mm)
+	if (!min_threads || get_nr_threads(p) < min_threads || !p->mm ||
+	    (p->flags & PF_EXITING) || cdsm_was_untracked(p))
 		return;
+	if (!cdsm_auto_quota_ok(task_euid(p))) {
+		cdsm_auto_refused++;
+		return;
+	}
 	app = cdsm_app_create(CDSM_TRACK_AUTO, p->group_leader, NULL, GFP_NOWAIT);
 	if (!IS_ERR(app))
 		cdsm_app_add_threads(app, p->group_leader);
@@ -315,6 +431,8 @@ static void cdsm_probe_exit(void *data, struct task_struct *p)
 {
 	struct cdsm_task *t;
 
+	/* PF_EXITING is set: pairs with cdsm_app_add_task()'s barrier. */
+	smp_mb();
 	if (!atomic_read(&cdsm_nr_live_tasks))
 		return;
 	spin_lock(&cdsm_lock);
@@ -341,7 +459,7 @@ static void cdsm_probe_attach(void *data, struct cgroup *dst, const char *path,
 			continue;
 		if (threadgroup)
 			cdsm_app_add_threads(app, p->group_leader);
-		else if (!cdsm_task_lookup(p) && !(p->flags & PF_EXITING))
+		else
 			cdsm_app_add_task(app, p);
 		break;
 	}
@@ -456,20 +574,18 @@ static bool cdsm_descends_from(struct task_struct *p, struct task_struct *root)
 }
 
 /*
- * Adds @t, found by a walk over every task, unless it is tracked or exiting.
- * The walk holds only RCU, so that cdsm_lock is held per task and never for
- * the length of the task list. The check and the addition are one critical
- * section: the exit probe takes cdsm_lock after PF_EXITING is set, so a task
- * added here is always seen leaving. A task forked during the walk joins by
- * the fork probe (its parent is tracked) or by the walk (it is appended to
- * the task list); the lookup keeps it from joining twice.
+ * Adds @t, found by a walk over every task, unless it is tracked or exiting
+ * (cdsm_app_add_task() checks both under cdsm_lock). The walk holds only RCU,
+ * so that cdsm_lock is held per task and never for the length of the task
+ * list. A task forked during the walk joins by the fork probe (its parent is
+ * tracked) or by the walk (it is appended to the task list, possibly before
+ * the fork probe runs); whichever comes second finds its record.
  * Context: rcu_read_lock() held, cdsm_apps_mutex held.
  */
 static void cdsm_app_scan_add(struct cdsm_app *app, struct task_struct *t)
 {
 	spin_lock(&cdsm_lock);
-	if (!cdsm_task_lookup(t) && !(t->flags & PF_EXITING))
-		cdsm_app_add_task(app, t);
+	cdsm_app_add_task(app, t);
 	spin_unlock(&cdsm_lock);
 }
 
@@ -603,6 +719,7 @@ static void cdsm_app_free(struct kref *ref)
 	kvfree(app->matrix.cells);
 	if (app->cgrp)
 		cgroup_put(app->cgrp);
+	mem_cgroup_put(app->memcg);
 	kfree(app);
 }
 
@@ -615,14 +732,53 @@ void cdsm_app_put(struct cdsm_app *app)
 	kref_put(&app->ref, cdsm_app_free);
 }
 
+static void cdsm_forget_untracked(struct cdsm_untracked *u)
+{
+	list_del(&u->node);
+	put_pid(u->tgid);
+	kfree(u);
+	cdsm_nr_untracked--;
+}
+
+/*
+ * Remembers @p's process as untracked (see cdsm_untracked_list): forgets
+ * processes that are gone, then the oldest if the list is full.
+ * Context: cdsm_lock held.
+ */
+static void cdsm_remember_untracked(struct task_struct *p)
+{
+	struct cdsm_untracked *u, *n;
+
+	if (cdsm_was_untracked(p))
+		return;
+	if (cdsm_nr_untracked >= CDSM_UNTRACKED_MAX) {
+		list_for_each_entry_safe(u, n, &cdsm_untracked_list, node)
+			if (!pid_has_task(u->tgid, PIDTYPE_TGID))
+				cdsm_forget_untracked(u);
+	}
+	if (cdsm_nr_untracked >= CDSM_UNTRACKED_MAX)
+		cdsm_forget_untracked(list_first_entry(&cdsm_untracked_list,
+						       struct cdsm_untracked, node));
+	u = kmalloc(sizeof(*u), GFP_ATOMIC | __GFP_NOWARN);
+	if (!u) {
+		cdsm_stat_add(CDSM_STAT_ALLOC_FAILURES, 1);
+		return;
+	}
+	u->tgid = get_pid(task_tgid(p));
+	list_add_tail(&u->node, &cdsm_untracked_list);
+	cdsm_nr_untracked++;
+}
+
 /**
  * cdsm_app_untrack() - stop tracking: no task joins any more, the live tasks
  * are no longer recorded, and the application ends; the data stays readable.
  * @app:	the application.
+ * @remember:	remember the live tasks' processes, so that auto mode does
+ *		not track them again (an untrack or release from user space).
  *
  * Return: 0.
  */
-int cdsm_app_untrack(struct cdsm_app *app)
+int cdsm_app_untrack(struct cdsm_app *app, bool remember)
 {
 	u32 i;
 
@@ -630,8 +786,11 @@ int cdsm_app_untrack(struct cdsm_app *app)
 	for (i = 0; i < app->nr_tasks; i++) {
 		struct cdsm_task *t = cdsm_app_task(app, i);
 
-		if (!(t->flags & CDSM_TASK_EXITED))
-			cdsm_app_exit_task(app, t);
+		if (t->flags & CDSM_TASK_EXITED)
+			continue;
+		if (remember && (t->flags & CDSM_TASK_LEADER))
+			cdsm_remember_untracked(t->task);
+		cdsm_app_exit_task(app, t);
 	}
 	/* One no task ever joined (an empty cgroup) ends too. */
 	if (!(app->flags & CDSM_APP_ENDED))
@@ -645,12 +804,13 @@ int cdsm_app_untrack(struct cdsm_app *app)
  * cdsm_app_remove() - untrack an application, free its slot and drop the
  * slot's reference once no fault probe can see its tasks.
  * @app:	the application, in a slot.
+ * @remember:	as for cdsm_app_untrack().
  *
  * Context: cdsm_apps_mutex held; sleeps.
  */
-void cdsm_app_remove(struct cdsm_app *app)
+void cdsm_app_remove(struct cdsm_app *app, bool remember)
 {
-	cdsm_app_untrack(app);
+	cdsm_app_untrack(app, remember);
 	spin_lock(&cdsm_lock);
 	WRITE_ONCE(cdsm_apps[app->slot], NULL);
 	atomic_dec(&cdsm_nr_apps);
@@ -669,7 +829,7 @@ void cdsm_apps_free_all(void)
 	mutex_lock(&cdsm_apps_mutex);
 	for (slot = 0; slot < CDSM_MAX_APPS; slot++)
 		if (cdsm_apps[slot])
-			cdsm_app_remove(cdsm_apps[slot]);
+			cdsm_app_remove(cdsm_apps[slot], false);
 	mutex_unlock(&cdsm_apps_mutex);
 }
 
@@ -685,9 +845,14 @@ int cdsm_app_refill(struct cdsm_app *app)
 {
 	struct cdsm_task *chunk;
 
+	struct mem_cgroup *old_memcg;
+
 	if (READ_ONCE(app->spare_chunk) || app->flags & CDSM_APP_UNTRACKED)
 		return 0;
-	chunk = kzalloc(cdsm_chunk_sz(), GFP_KERNEL | __GFP_NOWARN);
+	/* Charged to the owner's memory cgroup (set under cdsm_lock, so read once). */
+	old_memcg = set_active_memcg(READ_ONCE(app->memcg));
+	chunk = kzalloc(cdsm_chunk_sz(), GFP_KERNEL | __GFP_NOWARN | __GFP_ACCOUNT);
+	set_active_memcg(old_memcg);
 	if (!chunk) {
 		cdsm_stat_add(CDSM_STAT_ALLOC_FAILURES, 1);
 		return -ENOMEM;
@@ -701,4 +866,88 @@ int cdsm_app_refill(struct cdsm_app *app)
 	spin_unlock(&cdsm_lock);
 	kfree(chunk);
 	return 0;
+}
+
+/**
+ * cdsm_app_clear_pending() - a slot's generation wrapped since the last call
+ * (see cdsm_app_create()): the block table must be cleared.
+ *
+ * Return: true once per wrap.
+ */
+bool cdsm_app_clear_pending(void)
+{
+	return atomic_read(&cdsm_clear_pending) && atomic_xchg(&cdsm_clear_pending, 0);
+}
+
+/*
+ * debugfs "registry": a check of the task registry under cdsm_lock. Every
+ * record not marked exited must be in the task hash exactly once and be the
+ * only record of its task; the live counts must agree. "duplicates" and
+ * "mismatches" are 0 unless the module is broken; the "refused" counters say
+ * how often a race or a quota was met (and handled).
+ */
+static int cdsm_registry_show(struct seq_file *m, void *unused)
+{
+	u64 live = 0, hashed = 0, duplicates = 0, mismatches = 0;
+	struct cdsm_task *t, *o;
+	int slot, bkt;
+	u32 i;
+
+	spin_lock(&cdsm_lock);
+	for (slot = 0; slot < CDSM_MAX_APPS; slot++) {
+		struct cdsm_app *app = cdsm_apps[slot];
+		u32 app_live = 0;
+
+		if (!app)
+			continue;
+		for (i = 0; i < app->nr_tasks; i++) {
+			t = cdsm_app_task(app, i);
+			if (t->flags & CDSM_TASK_EXITED)
+				continue;
+			app_live++;
+			if (cdsm_task_lookup(t->task) != t)
+				mismatches++;
+		}
+		if (app_live != app->nr_live)
+			mismatches++;
+		live += app_live;
+	}
+	hash_for_each(cdsm_task_hash, bkt, t, hnode) {
+		hashed++;
+		hash_for_each_possible(cdsm_task_hash, o, hnode, (unsigned long)t->task)
+			if (o != t && o->task == t->task)
+				duplicates++;
+	}
+	if (live != hashed || live != atomic_read(&cdsm_nr_live_tasks))
+		mismatches++;
+	seq_printf(m, "live_records %llu\nhashed_records %llu\nlive_count %d\n", live, hashed,
+		   atomic_read(&cdsm_nr_live_tasks));
+	seq_printf(m, "duplicates %llu\nmismatches %llu\n", duplicates, mismatches);
+	seq_printf(m, "refused_tracked %llu\nrefused_exiting %llu\n", cdsm_refused_tracked,
+		   cdsm_refused_exiting);
+	seq_printf(m, "auto_refused %llu\nuntracked_remembered %u\n", cdsm_auto_refused,
+		   cdsm_nr_untracked);
+	spin_unlock(&cdsm_lock);
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(cdsm_registry);
+
+/**
+ * cdsm_app_debugfs_init() - create the "registry" file.
+ * @dir:	the module's debugfs directory.
+ */
+void cdsm_app_debugfs_init(struct dentry *dir)
+{
+	debugfs_create_file("registry", 0400, dir, NULL, &cdsm_registry_fops);
+}
+
+/**
+ * cdsm_app_exit() - forget the untracked processes (unload).
+ */
+void cdsm_app_exit(void)
+{
+	struct cdsm_untracked *u, *n;
+
+	list_for_each_entry_safe(u, n, &cdsm_untracked_list, node)
+		cdsm_forget_untracked(u);
 }

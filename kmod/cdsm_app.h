@@ -10,6 +10,7 @@
 
 #include <linux/hashtable.h>
 #include <linux/kref.h>
+#include <linux/memcontrol.h>
 #include <linux/mutex.h>
 #include <linux/sched.h>
 #include <linux/types.h>
@@ -23,6 +24,9 @@
 
 /* Task records are allocated in chunks of this many. */
 #define CDSM_TASK_CHUNK 64
+
+/* Bits of a slot's generation in the application key (see cdsm_core.h). */
+#define CDSM_GEN_BITS 10
 
 /**
  * struct cdsm_task - a task of an application.
@@ -61,12 +65,15 @@ struct cdsm_task {
  * struct cdsm_app - an application: its tasks and its matrix.
  * @ref:		references: its slot, and readers copying it out.
  * @id:			user-visible id, never reused while loaded.
- * @key:		slot | generation << 8, in the sharer ids.
+ * @key:		slot | generation << 8 (CDSM_GEN_BITS), in the sharer ids.
  * @slot:		index in the application table.
  * @kind:		enum cdsm_track_kind.
  * @flags:		CDSM_APP_*, under cdsm_lock.
  * @root_pid:		the tracked process, 0 for a cgroup.
- * @uid:		effective uid of the first task, as its @euid.
+ * @uid:		owner: effective uid of the first task when it joined, never
+ *			changed; INVALID_UID until a task joined (a cgroup's).
+ * @memcg:		memory cgroup of the first task (a reference), or NULL: the
+ *			application's memory is charged to it.
  * @cgrp:		the tracked cgroup (a reference), or NULL.
  * @start_ns:		creation time.
  * @end_ns:		when the last task exited, 0 while running.
@@ -92,6 +99,7 @@ struct cdsm_app {
 	u32 flags;
 	pid_t root_pid;
 	kuid_t uid;
+	struct mem_cgroup *memcg;
 	struct cgroup *cgrp;
 	u64 start_ns;
 	u64 end_ns;
@@ -127,14 +135,17 @@ void cdsm_apps_free_all(void);
 struct cdsm_task *cdsm_task_lookup(struct task_struct *p);
 struct cdsm_task *cdsm_app_task(struct cdsm_app *app, u32 index);
 void cdsm_task_refresh(struct cdsm_app *app, struct cdsm_task *t);
-bool cdsm_app_has_user(struct cdsm_app *app, kuid_t uid);
+bool cdsm_app_readable(const struct cdsm_app *app, kuid_t euid, bool admin);
+void cdsm_app_debugfs_init(struct dentry *dir);
+void cdsm_app_exit(void);
+bool cdsm_app_clear_pending(void);
 
 int cdsm_app_track_pid(pid_t pid, u32 *app_id);
 int cdsm_app_track_cgroup(const char *path, u32 *app_id);
 struct cdsm_app *cdsm_app_get(u32 id);
 void cdsm_app_put(struct cdsm_app *app);
-int cdsm_app_untrack(struct cdsm_app *app);
-void cdsm_app_remove(struct cdsm_app *app);
+int cdsm_app_untrack(struct cdsm_app *app, bool remember);
+void cdsm_app_remove(struct cdsm_app *app, bool remember);
 int cdsm_app_refill(struct cdsm_app *app);
 
 #endif /* _CDSM_APP_H */

@@ -14,15 +14,19 @@
 #define CDSM_MAX_SHARERS 8
 
 /*
- * A sharer is a 32-bit id: the application key in the upper 16 bits and
- * the task index + 1 in the lower 16 bits, so that 0 means "empty".
+ * A sharer is a 32-bit id: the application key in the upper 18 bits and
+ * the task index + 1 in the lower 14 bits, so that 0 means "empty". The key
+ * is the application's slot (8 bits) and the slot's generation (10 bits):
+ * stale table entries of an application alias a new one only after 1024
+ * reuses of its slot, and the module clears the table when a generation
+ * wraps (see cdsm_app.c). 14 bits hold the largest max_tasks (8192).
  */
-#define CDSM_SHARER_APP_SHIFT 16
-#define CDSM_MAX_TASK_INDEX 0xfffe
+#define CDSM_SHARER_APP_SHIFT 14
+#define CDSM_MAX_TASK_INDEX 0x3ffe
 
 /**
  * cdsm_sharer() - encode a sharer id.
- * @app_key:	16-bit application key (slot and generation).
+ * @app_key:	18-bit application key (slot and generation).
  * @task_idx:	dense task index in the application, <= CDSM_MAX_TASK_INDEX.
  *
  * Return: the non-zero sharer id.
@@ -51,7 +55,7 @@ static inline u32 cdsm_sharer_app(u32 sharer)
  */
 static inline u32 cdsm_sharer_task(u32 sharer)
 {
-	return (sharer & 0xffff) - 1;
+	return (sharer & ((1U << CDSM_SHARER_APP_SHIFT) - 1)) - 1;
 }
 
 /**

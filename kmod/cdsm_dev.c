@@ -1,9 +1,19 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * cdsm control device. Every argument starts with its size: smaller than
- * the first version is -EINVAL, larger with non-zero unknown bytes is -E2BIG
- * (copy_struct_from_user()). Everything copied out is built in zeroed
- * memory, so no kernel memory leaks through padding or short fills.
+ * the first version is -EINVAL, larger than CDSM_ARG_MAX or larger with
+ * non-zero unknown bytes is -E2BIG (copy_struct_from_user()). Everything
+ * copied out is built in zeroed memory, so no kernel memory leaks through
+ * padding or short fills.
+ *
+ * Rights are the opener's, taken from the file's credentials and counted
+ * only in the initial user namespace: a control command needs CAP_SYS_ADMIN
+ * there (file_ns_capable(), audited); reading needs it too or the opener's
+ * effective uid must own the application (cdsm_app_readable()), decided at
+ * open without an audit record, since a reader without the capability is
+ * normal. So cdsmd can open the device and drop CAP_SYS_ADMIN, and a file
+ * passed to, or used by, a more privileged program (a setuid one) keeps the
+ * opener's rights.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -12,6 +22,7 @@
 #include <linux/fs.h>
 #include <linux/miscdevice.h>
 #include <linux/module.h>
+#include <linux/nospec.h>
 #include <linux/slab.h>
 #include <linux/string.h>
 #include <linux/timekeeping.h>
@@ -26,7 +37,11 @@
 #include "cdsm_stats.h"
 #include "cdsm_worker.h"
 
-/* Copies in an argument of @ksize bytes; returns the caller's size or an error. */
+/*
+ * Copies in an argument of @ksize bytes; returns the caller's size or an
+ * error. A caller's size above CDSM_ARG_MAX is refused before its tail is
+ * scanned for non-zero bytes.
+ */
 static long cdsm_arg_in(void *karg, size_t ksize, void __user *uarg)
 {
 	u32 usize;
@@ -37,6 +52,8 @@ static long cdsm_arg_in(void *karg, size_t ksize, void __user *uarg)
 	/* Only one version of each argument exists so far: it is the minimum. */
 	if (usize < ksize)
 		return -EINVAL;
+	if (usize > CDSM_ARG_MAX)
+		return -E2BIG;
 	err = copy_struct_from_user(karg, ksize, uarg, usize);
 	if (err)
 		return err;
@@ -64,32 +81,35 @@ static long cdsm_arg_out_array(void __user *uarg, const void *karg, size_t ksize
 	return err ?: cdsm_arg_out(uarg, karg, ksize);
 }
 
-/*
- * A reader has CAP_SYS_ADMIN (@admin) or the effective uid of one of the
- * application's tasks (see cdsm_app_has_user()). Context: cdsm_lock held.
- */
-static bool cdsm_may_read(struct cdsm_app *app, bool admin)
+/* The opener had CAP_SYS_ADMIN in the initial user namespace (see cdsm_open()). */
+static bool cdsm_opener_admin(const struct file *file)
 {
-	return admin || cdsm_app_has_user(app, current_euid());
+	return (unsigned long)file->private_data == 1;
 }
 
-/* Finds an application the caller may read; -ENOENT or -EPERM otherwise. */
-static struct cdsm_app *cdsm_app_get_readable(u32 id)
+/* The opener may read @app (cdsm_app_readable()). Context: cdsm_lock held. */
+static bool cdsm_may_read(const struct file *file, const struct cdsm_app *app)
+{
+	return cdsm_app_readable(app, file->f_cred->euid, cdsm_opener_admin(file));
+}
+
+/*
+ * Finds an application the opener may read; -ENOENT otherwise, whether it
+ * does not exist or is another user's (its existence is not revealed).
+ */
+static struct cdsm_app *cdsm_app_get_readable(const struct file *file, u32 id)
 {
 	struct cdsm_app *app = cdsm_app_get(id);
 	bool readable;
 
 	if (!app)
 		return ERR_PTR(-ENOENT);
-	readable = capable(CAP_SYS_ADMIN);
-	if (!readable) {
-		spin_lock(&cdsm_lock);
-		readable = cdsm_may_read(app, false);
-		spin_unlock(&cdsm_lock);
-	}
+	spin_lock(&cdsm_lock);
+	readable = cdsm_may_read(file, app);
+	spin_unlock(&cdsm_lock);
 	if (!readable) {
 		cdsm_app_put(app);
-		return ERR_PTR(-EPERM);
+		return ERR_PTR(-ENOENT);
 	}
 	return app;
 }
@@ -98,15 +118,16 @@ static struct cdsm_app *cdsm_app_get_readable(u32 id)
  * Copies the argument struct in (see cdsm_arg_in()), then finds the readable
  * application whose id it holds at @app_id.
  */
-static struct cdsm_app *cdsm_arg_in_readable(void *karg, size_t ksize, void __user *uarg,
-					     const u32 *app_id)
+static struct cdsm_app *cdsm_arg_in_readable(const struct file *file, void *karg, size_t ksize,
+					     void __user *uarg, const u32 *app_id)
 {
 	long err = cdsm_arg_in(karg, ksize, uarg);
 
-	return err < 0 ? ERR_PTR(err) : cdsm_app_get_readable(*app_id);
+	return err < 0 ? ERR_PTR(err) : cdsm_app_get_readable(file, *app_id);
 }
 
-static void cdsm_fill_app_info(struct cdsm_app_info *info, struct cdsm_app *app)
+static void cdsm_fill_app_info(const struct file *file, struct cdsm_app_info *info,
+			       struct cdsm_app *app)
 {
 	info->app_id = app->id;
 	info->kind = app->kind;
@@ -115,7 +136,9 @@ static void cdsm_fill_app_info(struct cdsm_app_info *info, struct cdsm_app *app)
 	info->nr_live_tasks = app->nr_live;
 	info->matrix_dim = app->matrix.dim;
 	info->root_pid = app->root_pid;
-	info->uid = from_kuid_munged(current_user_ns(), app->uid);
+	/* No owner yet (a cgroup's before its first task): (u32)-1. */
+	info->uid = uid_valid(app->uid) ? from_kuid_munged(file->f_cred->user_ns, app->uid) :
+					  (u32)-1;
 	info->start_ns = app->start_ns;
 	info->end_ns = app->end_ns;
 	info->events = app->events;
@@ -124,12 +147,11 @@ static void cdsm_fill_app_info(struct cdsm_app_info *info, struct cdsm_app *app)
 	memcpy(info->comm, app->comm, sizeof(info->comm));
 }
 
-static long cdsm_ioc_list_apps(unsigned int nr, void __user *uarg)
+static long cdsm_ioc_list_apps(struct file *file, unsigned int nr, void __user *uarg)
 {
 	struct cdsm_list_apps a;
 	struct cdsm_app_info *infos;
 	u32 n = 0;
-	bool admin;
 	long err;
 	int slot;
 
@@ -138,14 +160,13 @@ static long cdsm_ioc_list_apps(unsigned int nr, void __user *uarg)
 		return err;
 	if (a.pad)
 		return -EINVAL;
-	infos = kcalloc(CDSM_MAX_APPS, sizeof(*infos), GFP_KERNEL);
+	infos = kcalloc(CDSM_MAX_APPS, sizeof(*infos), GFP_KERNEL | __GFP_ACCOUNT);
 	if (!infos)
 		return -ENOMEM;
-	admin = capable(CAP_SYS_ADMIN);
 	spin_lock(&cdsm_lock);
 	for (slot = 0; slot < CDSM_MAX_APPS; slot++)
-		if (cdsm_apps[slot] && cdsm_may_read(cdsm_apps[slot], admin))
-			cdsm_fill_app_info(&infos[n++], cdsm_apps[slot]);
+		if (cdsm_apps[slot] && cdsm_may_read(file, cdsm_apps[slot]))
+			cdsm_fill_app_info(file, &infos[n++], cdsm_apps[slot]);
 	spin_unlock(&cdsm_lock);
 	a.count = n;
 	if (copy_to_user(u64_to_user_ptr(a.apps_ptr), infos,
@@ -157,7 +178,7 @@ static long cdsm_ioc_list_apps(unsigned int nr, void __user *uarg)
 	return err;
 }
 
-static long cdsm_ioc_get_tasks(unsigned int nr, void __user *uarg)
+static long cdsm_ioc_get_tasks(struct file *file, unsigned int nr, void __user *uarg)
 {
 	struct cdsm_task_info *infos = NULL;
 	struct cdsm_get_tasks a;
@@ -165,13 +186,13 @@ static long cdsm_ioc_get_tasks(unsigned int nr, void __user *uarg)
 	u32 i, n;
 	long err;
 
-	app = cdsm_arg_in_readable(&a, sizeof(a), uarg, &a.app_id);
+	app = cdsm_arg_in_readable(file, &a, sizeof(a), uarg, &a.app_id);
 	if (IS_ERR(app))
 		return PTR_ERR(app);
 	/* nr_tasks only grows, and records never move: fill up to n. */
 	n = min(READ_ONCE(app->nr_tasks), a.capacity);
 	if (n) {
-		infos = kvcalloc(n, sizeof(*infos), GFP_KERNEL);
+		infos = kvcalloc(n, sizeof(*infos), GFP_KERNEL | __GFP_ACCOUNT | __GFP_NOWARN);
 		if (!infos) {
 			err = -ENOMEM;
 			goto out;
@@ -198,16 +219,17 @@ out:
 	return err;
 }
 
-static long cdsm_ioc_get_matrix(unsigned int nr, void __user *uarg)
+static long cdsm_ioc_get_matrix(struct file *file, unsigned int nr, void __user *uarg)
 {
 	struct cdsm_get_matrix a;
 	struct cdsm_app *app;
 	u32 *cells = NULL, dim, rows, i;
 	long err;
 
-	app = cdsm_arg_in_readable(&a, sizeof(a), uarg, &a.app_id);
+	app = cdsm_arg_in_readable(file, &a, sizeof(a), uarg, &a.app_id);
 	if (IS_ERR(app))
 		return PTR_ERR(app);
+	/* At most max_tasks (<= CDSM_MAX_TASKS): at most 256 MiB, charged to the reader. */
 	dim = READ_ONCE(app->nr_tasks);
 	if (dim > a.capacity) {
 		a.dim = dim;
@@ -216,7 +238,7 @@ static long cdsm_ioc_get_matrix(unsigned int nr, void __user *uarg)
 		goto out;
 	}
 	if (dim) {
-		cells = kvzalloc(cdsm_matrix_mem_sz(dim), GFP_KERNEL);
+		cells = kvzalloc(cdsm_matrix_mem_sz(dim), GFP_KERNEL | __GFP_ACCOUNT | __GFP_NOWARN);
 		if (!cells) {
 			err = -ENOMEM;
 			goto out;
@@ -237,7 +259,7 @@ out:
 	return err;
 }
 
-static long cdsm_ioc_app_op(unsigned int nr, void __user *uarg)
+static long cdsm_ioc_app_op(struct file *file, unsigned int nr, void __user *uarg)
 {
 	struct cdsm_app_op a;
 	struct cdsm_app *app;
@@ -264,12 +286,12 @@ static long cdsm_ioc_app_op(unsigned int nr, void __user *uarg)
 		mutex_unlock(&app->mutex);
 		break;
 	case _IOC_NR(CDSM_IOC_UNTRACK):
-		cdsm_app_untrack(app);
+		cdsm_app_untrack(app, true);
 		break;
 	case _IOC_NR(CDSM_IOC_RELEASE):
 		mutex_lock(&cdsm_apps_mutex);
 		if (READ_ONCE(cdsm_apps[app->slot]) == app)
-			cdsm_app_remove(app);
+			cdsm_app_remove(app, true);
 		else
 			err = -ENOENT;
 		mutex_unlock(&cdsm_apps_mutex);
@@ -279,7 +301,7 @@ static long cdsm_ioc_app_op(unsigned int nr, void __user *uarg)
 	return err;
 }
 
-static long cdsm_ioc_track(unsigned int nr, void __user *uarg)
+static long cdsm_ioc_track(struct file *file, unsigned int nr, void __user *uarg)
 {
 	struct cdsm_track a;
 	char *path;
@@ -312,7 +334,7 @@ static long cdsm_ioc_track(unsigned int nr, void __user *uarg)
 	return err ?: cdsm_arg_out(uarg, &a, sizeof(a));
 }
 
-static long cdsm_ioc_params(unsigned int nr, void __user *uarg)
+static long cdsm_ioc_params(struct file *file, unsigned int nr, void __user *uarg)
 {
 	struct cdsm_params p;
 	long err;
@@ -326,7 +348,7 @@ static long cdsm_ioc_params(unsigned int nr, void __user *uarg)
 	return cdsm_arg_out(uarg, &p, sizeof(p));
 }
 
-static long cdsm_ioc_counters(unsigned int nr, void __user *uarg)
+static long cdsm_ioc_counters(struct file *file, unsigned int nr, void __user *uarg)
 {
 	struct cdsm_counters c;
 	u64 kmem = cdsm_worker_mem_sz() + cdsm_fault_mem_sz();
@@ -365,7 +387,7 @@ static long cdsm_ioc_counters(unsigned int nr, void __user *uarg)
 	return cdsm_arg_out(uarg, &c, sizeof(c));
 }
 
-static long cdsm_ioc_abi_version(unsigned int nr, void __user *uarg)
+static long cdsm_ioc_abi_version(struct file *file, unsigned int nr, void __user *uarg)
 {
 	return CDSM_ABI_VERSION;
 }
@@ -373,10 +395,10 @@ static long cdsm_ioc_abi_version(unsigned int nr, void __user *uarg)
 /**
  * struct cdsm_ioc - an ioctl, by command number.
  * @fn:		its handler; the number tells handlers of several commands apart.
- * @control:	needs CAP_SYS_ADMIN.
+ * @control:	needs CAP_SYS_ADMIN (the opener's, in the initial user namespace).
  */
 struct cdsm_ioc {
-	long (*fn)(unsigned int nr, void __user *uarg);
+	long (*fn)(struct file *file, unsigned int nr, void __user *uarg);
 	bool control;
 };
 
@@ -400,16 +422,31 @@ static long cdsm_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 	unsigned int nr = _IOC_NR(cmd);
 
 	/* Dispatch on the number only: the size field versions the argument. */
-	if (_IOC_TYPE(cmd) != CDSM_IOC_MAGIC || nr >= ARRAY_SIZE(cdsm_iocs) ||
-	    !cdsm_iocs[nr].fn)
+	if (_IOC_TYPE(cmd) != CDSM_IOC_MAGIC || nr >= ARRAY_SIZE(cdsm_iocs))
 		return -ENOTTY;
-	if (cdsm_iocs[nr].control && !capable(CAP_SYS_ADMIN))
+	nr = array_index_nospec(nr, ARRAY_SIZE(cdsm_iocs));
+	if (!cdsm_iocs[nr].fn)
+		return -ENOTTY;
+	if (cdsm_iocs[nr].control && !file_ns_capable(file, &init_user_ns, CAP_SYS_ADMIN))
 		return -EPERM;
-	return cdsm_iocs[nr].fn(nr, (void __user *)arg);
+	return cdsm_iocs[nr].fn(file, nr, (void __user *)arg);
+}
+
+/*
+ * Records whether the opener may read every application: CAP_SYS_ADMIN in
+ * the initial user namespace, checked without an audit record (current's
+ * credentials are the file's now).
+ */
+static int cdsm_open(struct inode *inode, struct file *file)
+{
+	file->private_data = (void *)(unsigned long)ns_capable_noaudit(&init_user_ns,
+								       CAP_SYS_ADMIN);
+	return 0;
 }
 
 static const struct file_operations cdsm_fops = {
 	.owner = THIS_MODULE,
+	.open = cdsm_open,
 	.unlocked_ioctl = cdsm_ioctl,
 	.compat_ioctl = compat_ptr_ioctl,
 };

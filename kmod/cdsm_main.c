@@ -8,6 +8,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/debugfs.h>
 #include <linux/module.h>
 
 #include <linux/cdsm.h>
@@ -21,6 +22,9 @@
 #include "cdsm_worker.h"
 
 #define CDSM_VERSION "0.2.0"
+
+/* /sys/kernel/debug/cdsm: consistency checks (root only). */
+static struct dentry *cdsm_debugfs;
 
 static int __init cdsm_init(void)
 {
@@ -50,6 +54,8 @@ static int __init cdsm_init(void)
 	err = cdsm_dev_init();
 	if (err)
 		goto fail_dev;
+	cdsm_debugfs = debugfs_create_dir(KBUILD_MODNAME, NULL);
+	cdsm_app_debugfs_init(cdsm_debugfs);
 	pr_info("version %s (ABI %d) loaded: block %u B, %u sharers, %u block entries, re-arm %u bp/s every %u ms%s\n",
 		CDSM_VERSION, CDSM_ABI_VERSION, 1U << cdsm_params.block_shift,
 		cdsm_params.nr_sharers, 1U << cdsm_params.hash_entries_log2,
@@ -64,6 +70,7 @@ fail_fault:
 fail_tracking:
 	cdsm_worker_stop();
 	cdsm_apps_free_all();
+	cdsm_app_exit();
 fail_worker:
 	cdsm_netlink_exit();
 fail_netlink:
@@ -73,11 +80,13 @@ fail_netlink:
 
 static void __exit cdsm_exit(void)
 {
+	debugfs_remove_recursive(cdsm_debugfs);
 	cdsm_dev_exit();
 	cdsm_fault_stop();
 	cdsm_app_tracking_stop();
 	cdsm_worker_stop();
 	cdsm_apps_free_all();
+	cdsm_app_exit();
 	cdsm_netlink_exit();
 	cdsm_fault_exit();
 	pr_info("unloaded\n");

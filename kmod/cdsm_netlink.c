@@ -39,8 +39,15 @@ static struct cdsm_event_rec cdsm_event_ring[CDSM_EVENT_QUEUE_LEN];
 static unsigned int cdsm_event_head, cdsm_event_tail;
 static DEFINE_SPINLOCK(cdsm_event_lock);
 
+/*
+ * Events name every tracked task of every user: joining the group needs
+ * CAP_SYS_ADMIN. genl_bind() checks the flag with ns_capable() in the
+ * socket's network namespace's user namespace; the family is not netnsok,
+ * so it exists only in the initial network namespace, whose user namespace
+ * is the initial one (6.1 and 6.12 both have the flag).
+ */
 static const struct genl_multicast_group cdsm_mcgrps[] = {
-	{ .name = CDSM_GENL_MCGRP },
+	{ .name = CDSM_GENL_MCGRP, .flags = GENL_MCAST_CAP_SYS_ADMIN },
 };
 
 static struct genl_family cdsm_genl_family = {

@@ -39,11 +39,21 @@ MODULE_PARM_DESC(rearm_period_ms, "worker period in ms, 1..1000 (default 10)");
 
 static unsigned int max_tasks = 4096;
 module_param(max_tasks, uint, 0444);
-MODULE_PARM_DESC(max_tasks, "largest matrix, in tasks, 2..65535 (default 4096)");
+MODULE_PARM_DESC(max_tasks, "largest matrix, in tasks, 2..8192 (default 4096)");
 
 static unsigned int auto_threads;
 module_param(auto_threads, uint, 0444);
 MODULE_PARM_DESC(auto_threads, "track any process with at least this many threads, 0 = off (default)");
+
+unsigned int cdsm_auto_per_uid = 4;
+module_param_named(auto_per_uid, cdsm_auto_per_uid, uint, 0644);
+MODULE_PARM_DESC(auto_per_uid,
+		 "automatic applications of one user (effective uid) at once, ended ones included (default 4)");
+
+unsigned int cdsm_auto_max_apps = 128;
+module_param_named(auto_max_apps, cdsm_auto_max_apps, uint, 0644);
+MODULE_PARM_DESC(auto_max_apps,
+		 "automatic applications at once, of all users; the other slots stay for tracking on request (default 128 of 256)");
 
 static unsigned int retention_s = 600;
 module_param(retention_s, uint, 0444);
@@ -73,7 +83,7 @@ static int cdsm_params_check(const struct cdsm_params *p, bool report)
 		  cdsm_param_ok("hash_entries_log2", p->hash_entries_log2, 12, 24, report) &
 		  cdsm_param_ok("rearm_rate_bp", p->rearm_rate_bp, 0, 10000, report) &
 		  cdsm_param_ok("rearm_period_ms", p->rearm_period_ms, 1, 1000, report) &
-		  cdsm_param_ok("max_tasks", p->max_tasks, 2, CDSM_MAX_TASK_INDEX + 1, report) &
+		  cdsm_param_ok("max_tasks", p->max_tasks, 2, CDSM_MAX_TASKS, report) &
 		  cdsm_param_ok("age_period_ms", p->age_period_ms,
 				p->age_period_ms ? p->rearm_period_ms : 0, U32_MAX, report);
 
@@ -101,6 +111,8 @@ int cdsm_params_init(void)
 	};
 	int err;
 
+	/* The largest task index and the application key fit a sharer id. */
+	BUILD_BUG_ON(CDSM_MAX_TASKS - 1 > CDSM_MAX_TASK_INDEX);
 	if (!p.hash_entries_log2)
 		p.hash_entries_log2 = clamp(order_base_2(totalram_pages()), 12, 22);
 	err = cdsm_params_check(&p, true);

@@ -13,8 +13,17 @@
 #define CDSM_MAX_APPS 256
 /* Smallest matrix allocated for an application, in tasks. */
 #define CDSM_MIN_MATRIX_DIM 16
+/*
+ * Largest max_tasks: a matrix of 8192 tasks is 256 MiB (an application's
+ * largest allocation, far below kvmalloc's INT_MAX limit), and the task index
+ * fits the sharer id's 14 bits (cdsm_core.h).
+ */
+#define CDSM_MAX_TASKS 8192
 
 extern struct cdsm_params cdsm_params;
+/* Auto mode's quota (module parameters, see docs/kmod.md). */
+extern unsigned int cdsm_auto_per_uid;
+extern unsigned int cdsm_auto_max_apps;
 
 int cdsm_params_init(void);
 void cdsm_params_get(struct cdsm_params *p);

@@ -33,13 +33,17 @@ static u64 cdsm_evictions_before_clear;
 static void cdsm_worker_grow(struct cdsm_app *app)
 {
 	u32 nr_tasks = READ_ONCE(app->nr_tasks);
+	struct mem_cgroup *old_memcg;
 	struct cdsm_matrix m;
 	u32 *old;
 
 	if (nr_tasks <= app->matrix.dim || app->matrix.dim >= app->max_tasks)
 		return;
 	m.dim = cdsm_matrix_dim_for(nr_tasks, CDSM_MIN_MATRIX_DIM, app->max_tasks);
-	m.cells = kvzalloc(cdsm_matrix_mem_sz(m.dim), GFP_KERNEL | __GFP_NOWARN);
+	/* Charged to the memory cgroup of the application's first task. */
+	old_memcg = set_active_memcg(READ_ONCE(app->memcg));
+	m.cells = kvzalloc(cdsm_matrix_mem_sz(m.dim), GFP_KERNEL | __GFP_NOWARN | __GFP_ACCOUNT);
+	set_active_memcg(old_memcg);
 	if (!m.cells) {
 		cdsm_stat_add(CDSM_STAT_ALLOC_FAILURES, 1);
 		return;
@@ -126,7 +130,8 @@ static void cdsm_worker_record(void)
 	struct cdsm_app *locked = NULL;
 	int cpu;
 
-	if (shift != cdsm_blocks_shift) {
+	/* A new block size, or a slot's generation wrapped (cdsm_app_create()). */
+	if (shift != cdsm_blocks_shift || cdsm_app_clear_pending()) {
 		WRITE_ONCE(cdsm_evictions_before_clear,
 			   cdsm_evictions_before_clear + cdsm_blocks.evictions);
 		cdsm_blocks_clear(&cdsm_blocks);
@@ -206,7 +211,7 @@ static void cdsm_worker_tick(unsigned int elapsed_ms, bool age)
 			mutex_unlock(&app->mutex);
 		}
 		if (cdsm_app_expired(app, now_ns))
-			cdsm_app_remove(app);
+			cdsm_app_remove(app, false);
 	}
 	mutex_unlock(&cdsm_apps_mutex);
 	cdsm_events_send();

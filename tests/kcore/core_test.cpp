@@ -43,6 +43,19 @@ TEST(Sharer, EncodesAppAndTask) {
     EXPECT_EQ(cdsm_sharer_task(cdsm_sharer(7, CDSM_MAX_TASK_INDEX)), uint32_t{CDSM_MAX_TASK_INDEX});
 }
 
+// The key holds the slot (8 bits) and a 10-bit generation: the widest key and the largest
+// task index (max_tasks 8192) round-trip, and keys differing only in the generation differ.
+TEST(Sharer, KeyHasTenGenerationBits) {
+    const uint32_t widest = (1u << (32 - CDSM_SHARER_APP_SHIFT)) - 1;
+    EXPECT_EQ(widest, 0x3ffffu);
+    uint32_t s = cdsm_sharer(widest, 8191);
+    EXPECT_EQ(cdsm_sharer_app(s), widest);
+    EXPECT_EQ(cdsm_sharer_task(s), 8191u);
+    EXPECT_NE(cdsm_sharer(5 | 1u << 8, 0), cdsm_sharer(5 | 257u << 8, 0))
+        << "generations 1 and 257 of a slot alias with 8 bits only";
+    EXPECT_GE(CDSM_MAX_TASK_INDEX + 1, 8192u);
+}
+
 TEST(Blocks, FirstAccessHasNoPeers) {
     Blocks t(10, 4);
     EXPECT_TRUE(t.record(42, cdsm_sharer(1, 0)).empty());

@@ -23,6 +23,12 @@
 //   cdsm-query events [--seconds S] [--ready-file F]
 //       print the netlink events, one line each, for S seconds (default 10); F is written once
 //       the listener is subscribed
+//   cdsm-query race [--seconds S] [--spawners N]
+//       a storm of forks, thread creations and exits while TRACK, UNTRACK and RELEASE loop;
+//       fails on a duplicate or dangling task record (see cmd_race) or an inconsistent
+//       registry (/sys/kernel/debug/cdsm/registry, when the module has it)
+//   cdsm-query registry                        check /sys/kernel/debug/cdsm/registry
+//   cdsm-query opener                          rights are the opener's (see cmd_opener)
 //
 // Exit status: 0 ok, 1 check failed or error, 2 usage.
 #include <fcntl.h>
@@ -30,9 +36,13 @@
 #include <netlink/genl/ctrl.h>
 #include <netlink/genl/genl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -401,6 +411,14 @@ int cmd_misuse(bool unprivileged) {
         expect_ok("larger size with zero tail", ioctl(fd, CDSM_IOC_GET_PARAMS, &big));
         // Nothing beyond the known struct is written back.
         expect_ok("tail left untouched", big.extra == 0 ? 0 : -1);
+        // A size beyond CDSM_ARG_MAX is refused before its (zero) tail is scanned.
+        std::vector<uint64_t> huge(CDSM_ARG_MAX / 8 + 1);
+        auto* hp = reinterpret_cast<cdsm_params*>(huge.data());
+        hp->size = CDSM_ARG_MAX + 8;
+        expect_errno("size above CDSM_ARG_MAX, zero tail", ioctl(fd, CDSM_IOC_GET_PARAMS, hp),
+                     E2BIG);
+        hp->size = 0xffffffffu;
+        expect_errno("size 4 GiB", ioctl(fd, CDSM_IOC_GET_PARAMS, hp), E2BIG);
     }
     {
         auto a = sized<cdsm_app_op>();
@@ -484,6 +502,13 @@ int cmd_misuse(bool unprivileged) {
         q = p;
         q.nr_sharers = p.nr_sharers + 1;
         expect_errno("change a load-time parameter", ioctl(fd, CDSM_IOC_SET_PARAMS, &q),
+                     unprivileged ? EPERM : EINVAL);
+        q = p;
+        q.max_tasks = 8193;  // above 8192: a matrix over 256 MiB, a task index over 14 bits
+        expect_errno("set max_tasks=8193", ioctl(fd, CDSM_IOC_SET_PARAMS, &q),
+                     unprivileged ? EPERM : EINVAL);
+        q.max_tasks = 65535;
+        expect_errno("set max_tasks=65535", ioctl(fd, CDSM_IOC_SET_PARAMS, &q),
                      unprivileged ? EPERM : EINVAL);
         q = p;
         q.rearm_period_ms = 0;
@@ -593,6 +618,282 @@ int cmd_events(double seconds, const std::string& ready_file) {
         if (poll(&p, 1, static_cast<int>(left.count())) > 0)
             if (nl_recvmsgs_default(sk.get()) < 0) throw Failure("netlink receive failed");
     }
+}
+
+// --- race: duplicate and dangling task records ------------------------------------------------
+
+// Registry check of the module (debugfs): "duplicates" and "mismatches" must be 0. Returns
+// false when the module has no such file (a module before the check existed).
+bool registry_ok(bool& present, std::string& text) {
+    std::ifstream in("/sys/kernel/debug/cdsm/registry");
+    present = bool(in);
+    if (!present) return true;
+    std::ostringstream all;
+    all << in.rdbuf();
+    text = all.str();
+    std::istringstream ls(text);
+    std::string key;
+    uint64_t value;
+    bool ok = true;
+    while (ls >> key >> value)
+        if ((key == "duplicates" || key == "mismatches") && value) ok = false;
+    return ok;
+}
+
+int cmd_registry() {
+    bool present = false;
+    std::string text;
+    bool ok = registry_ok(present, text);
+    if (!present) throw Failure("no /sys/kernel/debug/cdsm/registry");
+    printf("%s", text.c_str());
+    return ok ? 0 : 1;
+}
+
+void* storm_thread(void*) {
+    return nullptr;
+}
+
+// One storm process: forever forks a child that creates two threads and a grandchild, and exits.
+[[noreturn]] void storm_spawner() {
+    prctl(PR_SET_NAME, "cdsm-storm");
+    for (;;) {
+        pid_t c = fork();
+        if (c == 0) {
+            pthread_t t[2];
+            for (auto& x : t) pthread_create(&x, nullptr, storm_thread, nullptr);
+            pid_t g = fork();
+            if (g == 0) _exit(0);
+            for (auto& x : t) pthread_join(x, nullptr);
+            if (g > 0) waitpid(g, nullptr, 0);
+            _exit(0);
+        }
+        if (c > 0) waitpid(c, nullptr, 0);
+    }
+}
+
+// The storm: a root process (the tracked tree) with `spawners` spawner children; returns its pid.
+pid_t start_storm(unsigned spawners) {
+    pid_t root = fork();
+    if (root == 0) {
+        prctl(PR_SET_NAME, "cdsm-storm");
+        setpgid(0, 0);
+        sched_param normal{};
+        sched_setscheduler(0, SCHED_OTHER, &normal);
+        for (unsigned i = 0; i < spawners; i++)
+            if (fork() == 0) storm_spawner();
+        for (;;) pause();
+    }
+    setpgid(root, root);
+    return root;
+}
+
+bool tid_alive(pid_t tid) {
+    return access(("/proc/" + std::to_string(tid)).c_str(), F_OK) == 0;
+}
+
+// Checks application `app`'s records: no tid live twice (a duplicate record), and no live record
+// of a task that has exited: a record that is still live in a second snapshot taken after its
+// task was seen gone (the exit probe runs before /proc/TID disappears) is dangling.
+unsigned check_records(int fd, uint32_t app, unsigned& dangling) {
+    std::map<pid_t, int> live;
+    for (const auto& t : get_tasks(fd, app))
+        if (!(t.flags & CDSM_TASK_EXITED)) live[t.tid]++;
+    unsigned duplicates = 0;
+    std::set<pid_t> gone;
+    for (auto [tid, n] : live) {
+        if (n > 1) {
+            duplicates += n - 1;
+            printf("race: app %u: tid %d has %d live records\n", app, tid, n);
+        }
+        if (!tid_alive(tid)) gone.insert(tid);
+    }
+    if (!gone.empty())
+        for (const auto& t : get_tasks(fd, app))
+            if (!(t.flags & CDSM_TASK_EXITED) && gone.count(t.tid) && !tid_alive(t.tid)) {
+                dangling++;
+                printf("race: app %u: tid %d exited but its record is live\n", app, t.tid);
+            }
+    return duplicates;
+}
+
+// TRACK, check, UNTRACK and RELEASE in a loop while the storm runs; also TRACK single storm
+// children by pid (when no other application has a live task, so that their exit probes take
+// the fast path). Fails on a duplicate or dangling record, or a registry inconsistency.
+int cmd_race(double seconds, unsigned spawners) {
+    int fd = open_dev();
+    prctl(PR_SET_NAME, "cdsm-race");
+    pid_t root = start_storm(spawners);
+    auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    unsigned long rounds = 0, singles = 0, duplicates = 0, dangling = 0, registry_bad = 0;
+    bool present = false;
+    std::string text;
+    auto op = [&](unsigned long cmd, uint32_t app) {
+        auto a = sized<cdsm_app_op>();
+        a.app_id = app;
+        return ioctl(fd, cmd, &a);
+    };
+    unsigned dangle_round = 0;
+    while (std::chrono::steady_clock::now() < end) {
+        auto a = sized<cdsm_track>();
+        a.kind = CDSM_TRACK_PID;
+        a.pid = root;
+        if (ioctl(fd, CDSM_IOC_TRACK, &a) < 0)
+            throw Failure(std::string("TRACK: ") + strerror(errno));
+        rounds++;
+        std::this_thread::sleep_for(std::chrono::milliseconds(rounds % 4 * 20));
+        dangle_round = 0;
+        duplicates += check_records(fd, a.app_id, dangle_round);
+        dangling += dangle_round;
+        if (rounds % 3 == 0) op(CDSM_IOC_UNTRACK, a.app_id);
+        if (op(CDSM_IOC_RELEASE, a.app_id) < 0)
+            throw Failure(std::string("RELEASE: ") + strerror(errno));
+        // A storm child by pid: the newest process of the storm's group.
+        pid_t newest = 0;
+        if (FILE* f = popen(("pgrep -n -g " + std::to_string(root)).c_str(), "r")) {
+            if (fscanf(f, "%d", &newest) != 1) newest = 0;
+            pclose(f);
+        }
+        if (newest > 0 && newest != root) {
+            auto b = sized<cdsm_track>();
+            b.kind = CDSM_TRACK_PID;
+            b.pid = newest;
+            if (ioctl(fd, CDSM_IOC_TRACK, &b) == 0) {
+                singles++;
+                std::this_thread::sleep_for(std::chrono::milliseconds(30));
+                dangle_round = 0;
+                duplicates += check_records(fd, b.app_id, dangle_round);
+                dangling += dangle_round;
+                op(CDSM_IOC_RELEASE, b.app_id);
+            }
+        }
+        if (rounds % 16 == 0 && !registry_ok(present, text)) {
+            registry_bad++;
+            printf("race: registry inconsistent:\n%s", text.c_str());
+        }
+    }
+    kill(-root, SIGKILL);
+    waitpid(root, nullptr, 0);
+    if (!registry_ok(present, text)) registry_bad++;
+    printf(
+        "race: %lu tree rounds, %lu single-process rounds, %lu duplicate and %lu dangling "
+        "records, registry %s\n",
+        rounds, singles, duplicates, dangling,
+        present ? (registry_bad ? "INCONSISTENT" : "consistent") : "not available");
+    if (present) printf("%s", text.c_str());
+    close(fd);
+    return duplicates || dangling || registry_bad ? 1 : 0;
+}
+
+// --- opener: rights are the opener's -----------------------------------------------------------
+
+// A one-byte message with room for one file descriptor (SCM_RIGHTS).
+struct FdMessage {
+    char byte = 0;
+    iovec iov{&byte, 1};
+    alignas(cmsghdr) char ctl[CMSG_SPACE(sizeof(int))] = {};
+    msghdr msg{};
+    FdMessage() {
+        msg.msg_iov = &iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = ctl;
+        msg.msg_controllen = sizeof(ctl);
+    }
+    FdMessage(const FdMessage&) = delete;
+    FdMessage& operator=(const FdMessage&) = delete;
+};
+
+// Run as root with /dev/cdsm readable and writable by all. (1) Opened as root, then the process
+// becomes nobody (losing every capability): control and reading every application still work.
+// (2) Opened by nobody and passed to root (SCM_RIGHTS): control fails with EPERM and root's
+// application stays unreadable (ENOENT), as for nobody.
+int cmd_opener() {
+    int failures = 0;
+    auto expect = [&](const char* what, bool ok) {
+        printf("opener: %-60s %s\n", what, ok ? "ok" : "FAIL");
+        failures += !ok;
+    };
+    // An application of root's: a sleeping child.
+    pid_t sleeper = fork();
+    if (sleeper == 0) {
+        pause();
+        _exit(0);
+    }
+    int root_fd = open_dev();
+    uint32_t root_app = track(root_fd, CDSM_TRACK_PID, sleeper, "");
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv)) throw Failure("socketpair");
+    pid_t child = fork();
+    if (child == 0) {
+        // (1) the opener drops to nobody
+        int fd = open_dev();
+        if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534)) _exit(3);
+        auto a = sized<cdsm_track>();
+        a.kind = CDSM_TRACK_PID;
+        a.pid = getpid();
+        int bad = 0;
+        if (ioctl(fd, CDSM_IOC_TRACK, &a) < 0) {
+            printf("opener: TRACK after dropping to nobody: %s\n", strerror(errno));
+            bad |= 1;
+        } else {
+            auto r = sized<cdsm_app_op>();
+            r.app_id = a.app_id;
+            if (ioctl(fd, CDSM_IOC_RELEASE, &r) < 0) bad |= 1;
+        }
+        auto m = sized<cdsm_get_tasks>();
+        m.app_id = root_app;
+        if (ioctl(fd, CDSM_IOC_GET_TASKS, &m) < 0) {
+            printf("opener: reading root's application after dropping: %s\n", strerror(errno));
+            bad |= 2;
+        }
+        // (2) nobody opens and passes the file to root
+        int nfd = open_dev();
+        FdMessage fm;
+        msghdr& msg = fm.msg;
+        cmsghdr* c = CMSG_FIRSTHDR(&msg);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &nfd, sizeof(int));
+        if (sendmsg(sv[1], &msg, 0) != 1) bad |= 4;
+        _exit(bad);
+    }
+    FdMessage fm;
+    msghdr& msg = fm.msg;
+    int passed = -1;
+    if (recvmsg(sv[0], &msg, 0) == 1 && CMSG_FIRSTHDR(&msg))
+        memcpy(&passed, CMSG_DATA(CMSG_FIRSTHDR(&msg)), sizeof(int));
+    int status = 0;
+    waitpid(child, &status, 0);
+    int bad = WIFEXITED(status) ? WEXITSTATUS(status) : 255;
+    expect("opened as root, then nobody: TRACK and RELEASE work", !(bad & 1));
+    expect("opened as root, then nobody: reads root's application", !(bad & 2));
+    expect("nobody's file reached root", passed >= 0 && !(bad & 4));
+    if (passed >= 0) {
+        auto a = sized<cdsm_app_op>();
+        a.app_id = root_app;
+        int r = ioctl(passed, CDSM_IOC_UNTRACK, &a);
+        expect("nobody's file used by root: UNTRACK gets EPERM", r < 0 && errno == EPERM);
+        auto m = sized<cdsm_get_tasks>();
+        m.app_id = root_app;
+        r = ioctl(passed, CDSM_IOC_GET_TASKS, &m);
+        expect("nobody's file used by root: root's application is ENOENT",
+               r < 0 && errno == ENOENT);
+        std::vector<cdsm_app_info> apps(256);
+        auto l = sized<cdsm_list_apps>();
+        l.capacity = static_cast<uint32_t>(apps.size());
+        l.apps_ptr = reinterpret_cast<uintptr_t>(apps.data());
+        bool listed = ioctl(passed, CDSM_IOC_LIST_APPS, &l) < 0;
+        for (uint32_t i = 0; i < l.count && i < apps.size(); i++)
+            listed |= apps[i].app_id == root_app;
+        expect("nobody's file used by root: root's application not listed", !listed);
+    }
+    kill(sleeper, SIGKILL);
+    waitpid(sleeper, nullptr, 0);
+    auto r = sized<cdsm_app_op>();
+    r.app_id = root_app;
+    ioctl(root_fd, CDSM_IOC_RELEASE, &r);
+    printf("opener: %d failure(s)\n", failures);
+    return failures ? 1 : 0;
 }
 
 uint32_t app_op_ioctl(const std::string& name) {
@@ -736,6 +1037,19 @@ int run(int argc, char** argv) {
     events->add_option("--seconds", seconds)->check(CLI::PositiveNumber);
     events->add_option("--ready-file", ready_file, "written once subscribed");
     events->callback([&] { status = cmd_events(seconds, ready_file); });
+
+    double race_seconds = 30;
+    unsigned spawners = 4;
+    auto* race = cli.add_subcommand("race", "fork storm against TRACK/UNTRACK/RELEASE");
+    race->add_option("--seconds", race_seconds)->check(CLI::PositiveNumber);
+    race->add_option("--spawners", spawners, "storm processes (default 4)")
+        ->check(CLI::Range(1, 64));
+    race->callback([&] { status = cmd_race(race_seconds, spawners); });
+    cli.add_subcommand("registry", "check the module's task registry (debugfs)")->callback([&] {
+        status = cmd_registry();
+    });
+    cli.add_subcommand("opener", "rights are the opener's (run as root, /dev/cdsm 0666)")
+        ->callback([&] { status = cmd_opener(); });
 
     try {
         cli.parse(argc, argv);

@@ -7,8 +7,26 @@
  * __u32 size that the caller sets to sizeof(the struct it was built with), so that structs can
  * grow at their end: the kernel accepts a smaller size it knows (never smaller than the first
  * version), and a larger one whose extra bytes are zero (copy_struct_from_user semantics,
- * -E2BIG otherwise). The ABI version changes whenever a layout or a meaning changes
- * incompatibly.
+ * -E2BIG otherwise, and for any size above CDSM_ARG_MAX). The ABI version changes whenever a
+ * layout or a meaning changes incompatibly.
+ *
+ * Who may do what (docs/security.md):
+ * - Rights are the OPENER's: the credentials /dev/cdsm was opened with, never the caller's
+ *   at the time of an ioctl, so a program may open the device and then drop its privileges,
+ *   and passing the file to a more privileged (setuid) program gives it no more rights.
+ *   Capabilities count only in the initial user namespace.
+ * - Control (TRACK, UNTRACK, RELEASE, AGE, RESET, SET_PARAMS) needs CAP_SYS_ADMIN (-EPERM).
+ * - Every application has an owner: the effective uid of its first task when that task joined
+ *   (the tracked process, the first task that joined a cgroup application, the process that
+ *   auto mode tracked), recorded once and never changed: a later task of another user, or the
+ *   first task becoming another user (setuid, exec of a setuid program), changes nothing.
+ *   A cgroup application no task joined yet has no owner (cdsm_app_info.uid = (__u32)-1).
+ * - Reading an application (LIST_APPS shows it, GET_TASKS, GET_MATRIX) needs CAP_SYS_ADMIN or
+ *   an opener's effective uid equal to the owner. Others get -ENOENT, as for an application
+ *   that does not exist, and LIST_APPS leaves it out.
+ * - ABI_VERSION, GET_PARAMS and GET_COUNTERS (module-wide totals) are open to every opener.
+ * - The device node is 0600 root; a node made accessible to others grants only the above.
+ * - Netlink events (every application's tasks) need CAP_SYS_ADMIN to join the group.
  *
  * Times are CLOCK_BOOTTIME nanoseconds. Strings are NUL-terminated.
  */
@@ -24,6 +42,8 @@
 #define CDSM_DEVICE_NAME "cdsm"
 #define CDSM_IOC_MAGIC 0xCD
 #define CDSM_COMM_LEN 16
+/* Largest argument size accepted (a newer struct with unknown zero bytes). */
+#define CDSM_ARG_MAX 4096
 
 /* How an application was chosen (cdsm_app_info.kind, cdsm_track.kind). */
 enum cdsm_track_kind {
@@ -46,7 +66,8 @@ enum cdsm_track_kind {
  * @nr_live_tasks:	tasks that have not exited.
  * @matrix_dim:		rows of the matrix now (>= nr_tasks unless truncated).
  * @root_pid:		pid given to CDSM_IOC_TRACK, or the process found by auto mode; 0 for cgroups.
- * @uid:		effective uid of the first task; it may read the application.
+ * @uid:		owner: effective uid of the first task when it joined, never changed; it may
+ *			read the application. (__u32)-1 while no task joined (a cgroup's).
  * @start_ns:		when it was created.
  * @end_ns:		when its last task exited, 0 while it runs.
  * @events:		communication events counted (before aging).
@@ -189,8 +210,10 @@ struct cdsm_track {
  * @rearm_rate_bp:	pages re-armed per second, in basis points of the application's
  *			resident pages (default 100 = 1 %); 0 = first-touch faults only.
  * @rearm_period_ms:	period of the worker, 1..1000 ms (default 10).
- * @max_tasks:		largest matrix, in tasks, 2..65535 (default 4096).
+ * @max_tasks:		largest matrix, in tasks, 2..8192 (default 4096).
  * @auto_threads:	track any process once it has this many threads; 0 = off (default).
+ *			Limited per user and in all by the module parameters auto_per_uid and
+ *			auto_max_apps; a process untracked or released is not tracked again.
  * @retention_s:	seconds an ended application stays readable; 0 = until released.
  * @age_period_ms:	age every matrix this often; 0 = only on request (default).
  * @pad:		zero.
@@ -254,10 +277,11 @@ struct cdsm_counters {
 
 /*
  * Ioctls. All but CDSM_IOC_ABI_VERSION, LIST_APPS, GET_TASKS, GET_MATRIX, GET_PARAMS and
- * GET_COUNTERS need CAP_SYS_ADMIN; reading one application needs CAP_SYS_ADMIN or the
- * effective uid of its first task. Errors: -ENOTTY unknown command, -EINVAL bad size or
- * value, -E2BIG unknown non-zero trailing bytes, -EFAULT bad pointer, -ENOENT unknown
- * application or pid, -EPERM not allowed, -ENOSPC buffer too small or no free slot.
+ * GET_COUNTERS need the opener's CAP_SYS_ADMIN; reading one application needs it or the
+ * opener's effective uid equal to the application's owner (see the top of this file).
+ * Errors: -ENOTTY unknown command, -EINVAL bad size or value, -E2BIG unknown non-zero
+ * trailing bytes or size above CDSM_ARG_MAX, -EFAULT bad pointer, -ENOENT unknown application
+ * (or another user's) or pid, -EPERM not allowed, -ENOSPC buffer too small or no free slot.
  */
 #define CDSM_IOC_ABI_VERSION _IO(CDSM_IOC_MAGIC, 0x00)	/* returns CDSM_ABI_VERSION */
 #define CDSM_IOC_LIST_APPS _IOWR(CDSM_IOC_MAGIC, 0x01, struct cdsm_list_apps)
@@ -273,7 +297,8 @@ struct cdsm_counters {
 #define CDSM_IOC_GET_COUNTERS _IOWR(CDSM_IOC_MAGIC, 0x0b, struct cdsm_counters)
 
 /*
- * Generic netlink family CDSM_GENL_NAME, multicast group CDSM_GENL_MCGRP: one
+ * Generic netlink family CDSM_GENL_NAME (initial network namespace only), multicast group
+ * CDSM_GENL_MCGRP, which only CAP_SYS_ADMIN may join (the joiner's, at join time): one
  * CDSM_CMD_EVENT message per event, with CDSM_A_EVENT (u32, enum cdsm_event), CDSM_A_APP_ID
  * (u32) and, for task events, CDSM_A_TID, CDSM_A_TGID, CDSM_A_TASK_INDEX (u32) and
  * CDSM_A_COMM (string).
