@@ -53,7 +53,7 @@ Json Daemon::app_json(const AppState& app) const {
             {"name", app.name},
             {"comm", std::string(i.comm, strnlen(i.comm, sizeof(i.comm)))},
             {"kind", daemon::track_kind_name(i.kind)},
-            {"uid", i.uid},
+            {"uid", i.uid == kNoOwner ? Json(nullptr) : Json(i.uid)},
             {"root_pid", i.root_pid},
             {"cgroup", app.cgroup.empty() ? Json(nullptr) : Json(app.cgroup)},
             {"nr_tasks", i.nr_tasks},

@@ -117,10 +117,13 @@ struct Peer {
 /// do not count: a user has them all inside a user namespace of its own, and in a setuid
 /// program it execs after connecting; the credentials recorded at connect() see through both.
 Peer peer_rights(const daemon::PeerCredentials& creds, std::optional<gid_t> admin_gid);
+/// cdsm_app_info.uid of a cgroup application no task joined yet: it has no owner.
+inline constexpr uid_t kNoOwner = static_cast<uid_t>(-1);
 /// An unprivileged peer sees only applications whose uid is its own: the module's
-/// cdsm_app_info.uid, the effective uid of the application's first task.
+/// cdsm_app_info.uid, the effective uid of the application's first task. An application
+/// without an owner (kNoOwner) is visible to privileged peers alone.
 inline bool may_see(const Peer& peer, uid_t app_uid) noexcept {
-    return peer.privileged || peer.uid == app_uid;
+    return peer.privileged || (app_uid != kNoOwner && peer.uid == app_uid);
 }
 /// Commands that change something (track, untrack, age, reset, release, set, reload, and map
 /// unless dry_run) need a privileged peer.

@@ -148,6 +148,12 @@ TEST(Credentials, UnprivilegedPeersSeeTheirOwnAndControlNothing) {
     EXPECT_TRUE(may_see(alice, 1000));
     EXPECT_FALSE(may_see(alice, 1001));
     EXPECT_FALSE(may_see(alice, 0));
+    // A cgroup application no task joined yet has no owner (uid (__u32)-1): admins only, even
+    // for a peer whose uid would read as the same number.
+    const Peer no_one{3, kNoOwner, false};
+    EXPECT_TRUE(may_see(root, kNoOwner));
+    EXPECT_FALSE(may_see(alice, kNoOwner));
+    EXPECT_FALSE(may_see(no_one, kNoOwner));
     for (const char* c : {"track", "untrack", "age", "reset", "release", "set", "reload"}) {
         EXPECT_TRUE(is_control_request(c, false)) << c;
         EXPECT_TRUE(is_control_request(c, true)) << c;
