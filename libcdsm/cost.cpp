@@ -19,10 +19,10 @@ double mapping_cost(const CommMatrix& matrix, const Placement& placement,
                     const Distances& distances) {
     check_sizes(matrix, placement, distances);
     double cost = 0;
-    for (std::size_t i = 0; i < matrix.size(); ++i)
-        for (std::size_t j = i + 1; j < matrix.size(); ++j)
-            if (const auto m = matrix.at(i, j))
-                cost += static_cast<double>(m) * distances(placement[i], placement[j]);
+    const auto pus = placement.pus();
+    matrix.for_each_pair([&](std::size_t i, std::size_t j, CommMatrix::Value m) {
+        cost += static_cast<double>(m) * distances(pus[i], pus[j]);
+    });
     return cost;
 }
 

@@ -53,14 +53,27 @@ Distances::Distances(const Topology& topology, LevelCosts costs)
         const std::uint32_t cost = costs_.cost(topology.level_kind(level));
         level_costs_.push_back(level == 0 ? cost : std::min(cost, level_costs_.back()));
     }
-    table_.resize(pu_count_ * pu_count_);
+    const std::size_t levels = topology.level_count();
+    if (levels > 256) throw Error(topology.source(), "has more than 256 levels");
+    std::vector<std::uint32_t> paths(pu_count_ * levels);
+    for (PuId a = 0; a < pu_count_; ++a)
+        for (std::size_t level = 0; level < levels; ++level)
+            paths[a * levels + level] = topology.ancestor(a, level);
+    common_.resize(pu_count_ * pu_count_);
+    std::size_t highest = levels - 1;  // the shallowest common level of any pair
     for (PuId a = 0; a < pu_count_; ++a) {
-        for (PuId b = 0; b < pu_count_; ++b) {
-            const std::uint32_t d = level_costs_[topology.common_level(a, b)];
-            table_[a * pu_count_ + b] = d;
-            max_ = std::max(max_, d);
+        common_[a * pu_count_ + a] = static_cast<std::uint8_t>(levels - 1);
+        for (PuId b = a + 1; b < pu_count_; ++b) {
+            std::size_t level = 0;
+            while (level + 1 < levels &&
+                   paths[a * levels + level + 1] == paths[b * levels + level + 1])
+                ++level;
+            highest = std::min(highest, level);
+            common_[a * pu_count_ + b] = common_[b * pu_count_ + a] =
+                static_cast<std::uint8_t>(level);
         }
     }
+    max_ = level_costs_[highest];
 }
 
 }  // namespace cdsm

@@ -107,16 +107,18 @@ void rebalance(std::vector<PuId>& pus, const CommGraph& graph, const Distances& 
     }
 }
 
-void refine(std::vector<PuId>& pus, const CommGraph& graph, const Topology& topology,
-            const Distances& distances, std::size_t max_passes) {
+std::size_t refine(std::vector<PuId>& pus, const CommGraph& graph, const Topology& topology,
+                   const Distances& distances, std::size_t max_passes, std::size_t max_work) {
     const std::size_t p_count = distances.pu_count(), n = pus.size();
     const std::size_t low = n / p_count, high = (n + p_count - 1) / p_count;
     auto load = loads_of(pus, p_count);
     // on[t][p]: what task t pays if it runs on p, the others staying where they are.
     std::vector<double> on(n * p_count);
     costs_on_every_pu(pus, graph, topology, distances, on);
+    std::size_t work = 0;
     auto move = [&](std::size_t t, PuId to) {
         const PuId from = pus[t];
+        work += (graph.offsets()[t + 1] - graph.offsets()[t]) * p_count;
         for (std::size_t k = graph.offsets()[t]; k < graph.offsets()[t + 1]; ++k) {
             const std::size_t x = graph.neighbours()[k];
             const auto m = static_cast<double>(graph.weights()[k]);
@@ -131,6 +133,8 @@ void refine(std::vector<PuId>& pus, const CommGraph& graph, const Topology& topo
     for (std::size_t pass = 0; pass < max_passes; ++pass) {
         bool improved = false;
         for (std::size_t t = 0; t < n; ++t) {
+            if (work >= max_work) return work;
+            work += p_count + (n - t - 1);
             for (PuId to = 0; to < p_count; ++to) {
                 const PuId from = pus[t];
                 if (to == from || load[from] <= low || load[to] >= high) continue;
@@ -152,8 +156,9 @@ void refine(std::vector<PuId>& pus, const CommGraph& graph, const Topology& topo
                 }
             }
         }
-        if (!improved) return;
+        if (!improved) return work;
     }
+    return work;
 }
 
 void escape(std::vector<PuId>& pus, const CommGraph& graph, const Topology& topology,

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "cdsm/comm_graph.hpp"
@@ -17,10 +18,14 @@ namespace cdsm::detail {
 void rebalance(std::vector<PuId>& pus, const CommGraph& graph, const Distances& distances);
 
 /// Local search keeping the balance: swaps two tasks, or moves one to a PU with room, while that
-/// lowers the cost; at most `max_passes` sweeps over all pairs.
+/// lowers the cost; at most `max_passes` sweeps over all pairs, and it stops once it has done
+/// `max_work` units of work (one unit: a candidate move or swap weighed, or one cell of the
+/// table of costs updated after a move). Returns the work done: a budget for a second search
+/// deterministic across machines, unlike a time limit.
 /// `distances` must be built from `topology`.
-void refine(std::vector<PuId>& pus, const CommGraph& graph, const Topology& topology,
-            const Distances& distances, std::size_t max_passes = 8);
+std::size_t refine(std::vector<PuId>& pus, const CommGraph& graph, const Topology& topology,
+                   const Distances& distances, std::size_t max_passes = 8,
+                   std::size_t max_work = SIZE_MAX);
 
 /// For small problems, after refine(): leaves a local optimum by one step uphill (any single
 /// swap or move) followed by refine(), keeping the first that ends cheaper; at most `max_rounds`

@@ -43,10 +43,44 @@ void check(int status, const char* call) {
     if (status != 0) throw Error("Scotch", std::string(call) + " failed");
 }
 
+// The largest arity of each level above the PUs.
+std::vector<SCOTCH_Num> largest_arities(const Topology& topology) {
+    std::vector<SCOTCH_Num> arity(topology.level_count() - 1, 1);
+    for (std::size_t level = 0; level < arity.size(); ++level)
+        for (std::uint32_t node = 0; node < topology.node_count(level); ++node)
+            arity[level] = std::max<SCOTCH_Num>(
+                arity[level], static_cast<SCOTCH_Num>(topology.children(level, node).size()));
+    return arity;
+}
+
+// The levels of SCOTCH_archTleaf, top first: the arity of each and the cost of its links.
+struct TreeLevels {
+    std::vector<SCOTCH_Num> sizes, links;
+};
+
+// Scotch adds link costs from the leaf up to the common ancestor: a level's link costs the
+// difference between its distance and the distance one level down. Merging two levels of equal
+// cost keeps every leaf number.
+TreeLevels tree_levels(const Distances& distances, const std::vector<SCOTCH_Num>& arity) {
+    std::vector<SCOTCH_Num> sizes, costs;
+    for (std::size_t level = 0; level < arity.size(); ++level) {
+        const auto cost = static_cast<SCOTCH_Num>(distances.level_cost(level));
+        if (!costs.empty() && costs.back() == cost)
+            sizes.back() *= arity[level];
+        else {
+            sizes.push_back(arity[level]);
+            costs.push_back(cost);
+        }
+    }
+    std::vector<SCOTCH_Num> links(costs.size());
+    for (std::size_t k = 0; k < costs.size(); ++k)
+        links[k] = costs[k] - (k + 1 < costs.size() ? costs[k + 1] : 0);
+    return {std::move(sizes), std::move(links)};
+}
+
 // The hierarchy as a Scotch tree-leaf target. Leaves are numbered in mixed radix over the
 // largest arity of each level; on a restricted or asymmetric machine some leaves are phantoms
-// (no usable PU) and the mapping pins idle vertices on them. Merging two levels of equal cost
-// keeps every leaf number.
+// (no usable PU) and the mapping pins idle vertices on them.
 class TreeTarget {
   public:
     static constexpr PuId kPhantom = std::numeric_limits<PuId>::max();
@@ -54,11 +88,7 @@ class TreeTarget {
     TreeTarget(const Topology& topology, const Distances& distances)
         : leaf_of_(topology.pu_count(), 0) {
         const std::size_t internal = topology.level_count() - 1;
-        std::vector<SCOTCH_Num> arity(internal, 1);
-        for (std::size_t level = 0; level < internal; ++level)
-            for (std::uint32_t node = 0; node < topology.node_count(level); ++node)
-                arity[level] = std::max<SCOTCH_Num>(
-                    arity[level], static_cast<SCOTCH_Num>(topology.children(level, node).size()));
+        const std::vector<SCOTCH_Num> arity = largest_arities(topology);
         for (PuId pu = 0; pu < topology.pu_count(); ++pu) {
             SCOTCH_Num leaf = 0;
             for (std::size_t level = 0; level < internal; ++level) {
@@ -70,23 +100,9 @@ class TreeTarget {
             }
             leaf_of_[pu] = leaf;
         }
-        // Scotch adds link costs from the leaf up to the common ancestor: a level costs the
-        // difference between its distance and the distance one level down.
-        std::vector<SCOTCH_Num> sizes, costs;
-        for (std::size_t level = 0; level < internal; ++level) {
-            const auto cost = static_cast<SCOTCH_Num>(distances.level_cost(level));
-            if (!costs.empty() && costs.back() == cost)
-                sizes.back() *= arity[level];
-            else {
-                sizes.push_back(arity[level]);
-                costs.push_back(cost);
-            }
-        }
-        std::vector<SCOTCH_Num> links(costs.size());
-        for (std::size_t k = 0; k < costs.size(); ++k)
-            links[k] = costs[k] - (k + 1 < costs.size() ? costs[k + 1] : 0);
-        check(SCOTCH_archTleaf(arch_.get(), static_cast<SCOTCH_Num>(sizes.size()), sizes.data(),
-                               links.data()),
+        TreeLevels tree = tree_levels(distances, arity);
+        check(SCOTCH_archTleaf(arch_.get(), static_cast<SCOTCH_Num>(tree.sizes.size()),
+                               tree.sizes.data(), tree.links.data()),
               "SCOTCH_archTleaf");
         pu_of_leaf_.assign(static_cast<std::size_t>(SCOTCH_archSize(arch_.get())), kPhantom);
         for (PuId pu = 0; pu < leaf_of_.size(); ++pu)
@@ -185,6 +201,14 @@ std::vector<std::uint32_t> ScotchMapper::target_distances(const Topology& topolo
     return table;
 }
 
+std::string ScotchMapper::target_description(const Topology& topology, const Distances& distances) {
+    const TreeLevels tree = tree_levels(distances, largest_arities(topology));
+    std::string out = "tleaf " + std::to_string(tree.sizes.size());
+    for (std::size_t k = 0; k < tree.sizes.size(); ++k)
+        out += " " + std::to_string(tree.sizes[k]) + " " + std::to_string(tree.links[k]);
+    return out;
+}
+
 Placement ScotchMapper::map(const MappingProblem& problem) const {
     check_problem(problem);
     const std::size_t n = problem.matrix.size(), p = problem.topology.pu_count();
@@ -216,9 +240,16 @@ Placement ScotchMapper::map(const MappingProblem& problem) const {
         "SCOTCH_graphBuild");
     std::optional<CommGraph> whole;  // every edge, built only if a repair needs it
     const bool refining = n <= options_.refine_max_tasks;
-    const std::size_t attempts = n <= options_.attempts_max_tasks ? options_.attempts : 1;
+    const std::size_t arcs = std::max<std::size_t>(edgetab.size(), 1);
+    const bool sparse = comm.kept_fraction() == 1.0;  // nothing pruned
+    const std::size_t attempts =
+        n <= options_.attempts_max_tasks ? options_.attempts
+        : refining || !sparse
+            ? 1
+            : std::clamp<std::size_t>(options_.attempt_arcs / arcs, 1, options_.max_attempts);
     std::vector<PuId> best;
     double best_cost = 0;
+    std::size_t refine_work = 0;  // what the local search from Scotch's mappings took
     for (std::size_t attempt = 0; attempt < std::max<std::size_t>(attempts, 1); ++attempt) {
         parttab.assign(parttab.size(), -1);
         for (std::size_t v = usable, leaf = 0; leaf < target.leaf_count(); ++leaf)
@@ -236,7 +267,8 @@ Placement ScotchMapper::map(const MappingProblem& problem) const {
         if (refining || !Placement(pus).is_balanced(p)) {
             if (!whole) whole.emplace(problem.matrix, PruneOptions{.min_tasks = n + 1});
             detail::rebalance(pus, *whole, problem.distances);
-            if (refining) detail::refine(pus, *whole, problem.topology, problem.distances);
+            if (refining)
+                refine_work += detail::refine(pus, *whole, problem.topology, problem.distances);
         }
         if (attempts > 1) {
             const double cost = mapping_cost(problem.matrix, Placement(pus), problem.distances);
@@ -248,10 +280,15 @@ Placement ScotchMapper::map(const MappingProblem& problem) const {
     if (refining && options_.compact_start) {
         // Bipartitioning can cut chains badly on lopsided over-subscribed machines (a 1-D
         // stencil of 40 tasks on 10 PUs of packages of 1 or 2 cores: 1.5 times compact's cost);
-        // the local search from the compact placement is the second candidate.
+        // the local search from the compact placement is the second candidate. Its work is
+        // bounded by twice that of the search from Scotch's mapping (at least two sweeps):
+        // from compact, a dense graph of 128 tasks took 36 ms of moves for no gain, where
+        // Scotch's own took 1.6 ms (bench/mapping/side_by_side.cpp).
         const Placement compact = CompactMapper().map(problem);
         std::vector<PuId> pus(compact.pus().begin(), compact.pus().end());
-        detail::refine(pus, *whole, problem.topology, problem.distances);
+        const std::size_t sweep = n * (p + n);
+        detail::refine(pus, *whole, problem.topology, problem.distances, 8,
+                       std::max(2 * refine_work, 2 * sweep));
         if (mapping_cost(problem.matrix, Placement(pus), problem.distances) <
             mapping_cost(problem.matrix, Placement(best), problem.distances))
             best = std::move(pus);

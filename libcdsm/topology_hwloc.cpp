@@ -3,6 +3,7 @@
 #include <hwloc.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <functional>
@@ -89,6 +90,10 @@ Topology load(const std::string& source, const std::function<int(hwloc_topology_
 }
 
 }  // namespace
+
+void Topology::skip_io_plugins() {
+    setenv("HWLOC_PLUGINS_BLACKLIST", "hwloc_gl,hwloc_opencl,hwloc_pci", 0);
+}
 
 Topology Topology::from_system() {
     return load("this system", [](hwloc_topology_t) { return 0; });

@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cdsm/error.hpp>
+#include <cdsm/topology.hpp>
 #include <cdsm/version.hpp>
 #include <cstdio>
 
@@ -64,6 +65,7 @@ int daemonize(int& ready_fd) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    cdsm::Topology::skip_io_plugins();
     CLI::App app{
         "cdsmd: places the threads and processes that cdsm.ko sees communicating "
         "close to each other on the machine's hierarchy.",

@@ -38,7 +38,9 @@ class Distances {
   public:
     explicit Distances(const Topology& topology, LevelCosts costs = {});
 
-    std::uint32_t operator()(PuId a, PuId b) const noexcept { return table_[a * pu_count_ + b]; }
+    std::uint32_t operator()(PuId a, PuId b) const noexcept {
+        return level_costs_[common_[a * pu_count_ + b]];
+    }
     /// The cost of a common ancestor at a level of the topology.
     std::uint32_t level_cost(std::size_t level) const { return level_costs_.at(level); }
     std::size_t pu_count() const noexcept { return pu_count_; }
@@ -50,7 +52,9 @@ class Distances {
     LevelCosts costs_;
     std::size_t pu_count_;
     std::vector<std::uint32_t> level_costs_;
-    std::vector<std::uint32_t> table_;
+    // The common level of every pair of PUs (one byte each: 16 MB for 4096 PUs, where a table
+    // of distances took 64 MB).
+    std::vector<std::uint8_t> common_;
     std::uint32_t max_ = 0;
 };
 

@@ -35,6 +35,14 @@ struct ScotchOptions {
     /// can fall into a local optimum that swaps cannot leave.
     std::size_t attempts_max_tasks = 16;
     std::size_t attempts = 4;
+    /// Sparse problems (no edge pruned) too large for the local search (more than
+    /// refine_max_tasks tasks) are mapped attempt_arcs / arcs times (at most max_attempts; arcs:
+    /// twice the edges), with different seeds, keeping the cheapest: such a graph maps in a few
+    /// ms, and one seed's bipartitioning can miss by 5 % (a 2-D stencil of 512 tasks on a
+    /// 4-level machine: 271800 with seed 1, 259200 with seed 6 or with scotch_gmap's two
+    /// threads). Dense graphs get one attempt.
+    std::size_t attempt_arcs = 16384;
+    std::size_t max_attempts = 8;
     /// Small problems (tasks x PUs at most this, tasks at most refine_max_tasks) then leave the
     /// local optimum of the swaps: each single swap or move, even one that raises the cost, is
     /// tried followed by the local search, while one ends cheaper. Swaps alone left 176 of 5572
@@ -68,6 +76,12 @@ class ScotchMapper final : public Mapper {
     /// by construction; exposed so that tests can check that.
     static std::vector<std::uint32_t> target_distances(const Topology& topology,
                                                        const Distances& distances);
+
+    /// The same target in Scotch's target file format ("tleaf LEVELS SIZE LINK ..."), e.g.
+    /// "tleaf 3 2 5 8 4 2 1" for 2 packages x 8 cores x 2 PUs at the default costs: what
+    /// scotch_gmap needs to map onto the machine this mapper sees. Leaf k of a symmetric machine
+    /// is its PU k.
+    static std::string target_description(const Topology& topology, const Distances& distances);
 
   private:
     ScotchOptions options_;

@@ -63,6 +63,10 @@ TEST(Map, PairsOnSyntheticMachineShareCoresAndBeatBaselines) {
     EXPECT_LT(cost, m.json.at("baselines").at("scatter").get<double>());
     EXPECT_LT(cost, m.json.at("baselines").at("random").get<double>());
     EXPECT_EQ(m.json.at("algorithm"), "scotch");
+    // The chosen algorithm is its own baseline (not run a second time); mapping_ms is its time.
+    EXPECT_DOUBLE_EQ(cost, m.json.at("baselines").at("scotch").get<double>());
+    EXPECT_GE(m.json.at("mapping_ms").get<double>(), 0.0);
+    EXPECT_LT(m.json.at("mapping_ms").get<double>(), 10'000.0);
     EXPECT_EQ(m.json.at("dim"), 8);
     EXPECT_EQ(m.json.at("topology").at("pu_count"), 8);
 }

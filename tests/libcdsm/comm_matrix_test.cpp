@@ -6,6 +6,9 @@
 
 #include <cmath>
 #include <limits>
+#include <random>
+#include <tuple>
+#include <vector>
 
 #include "cdsm/comm_graph.hpp"
 #include "cdsm/patterns.hpp"
@@ -107,6 +110,96 @@ TEST(CommGraph, PrunesWeakEdgesOfLargeMatrices) {
     }
     EXPECT_LT(g.kept_fraction(), 1.0);
     EXPECT_GT(g.kept_fraction(), 0.5);
+}
+
+// A reference: the same operations on a plain square table.
+TEST(CommMatrix, SparseStorageBehavesLikeDense) {
+    for (const std::size_t n : {CommMatrix::kSparseMinTasks, std::size_t{300}}) {
+        CommMatrix m(n);
+        ASSERT_TRUE(m.is_sparse()) << n;
+        std::vector<CommMatrix::Value> ref(n * n, 0);
+        std::mt19937_64 random(n);
+        std::uniform_int_distribution<std::size_t> task(0, n - 1);
+        auto check = [&](const char* when) {
+            for (std::size_t i = 0; i < n; ++i)
+                for (std::size_t j = 0; j < n; ++j)
+                    ASSERT_EQ(m.at(i, j), ref[i * n + j]) << when << " (" << i << ", " << j << ")";
+            std::vector<std::tuple<std::size_t, std::size_t, CommMatrix::Value>> seen;
+            m.for_each_pair([&](std::size_t i, std::size_t j, CommMatrix::Value v) {
+                seen.emplace_back(i, j, v);
+            });
+            std::vector<std::tuple<std::size_t, std::size_t, CommMatrix::Value>> expected;
+            for (std::size_t i = 0; i < n; ++i)
+                for (std::size_t j = i + 1; j < n; ++j)
+                    if (ref[i * n + j]) expected.emplace_back(i, j, ref[i * n + j]);
+            ASSERT_EQ(seen, expected) << when;  // by rows, zeros skipped
+        };
+        // Few pairs: stays sparse; then adds, sets (also to 0) and aging.
+        for (int k = 0; k < 2000; ++k) {
+            const std::size_t i = task(random), j = task(random);
+            if (i == j) continue;
+            const CommMatrix::Value v = random() % 1000;
+            if (k % 3 == 0) {
+                m.set(i, j, v);
+                ref[i * n + j] = ref[j * n + i] = v;
+            } else {
+                m.add(i, j, v);
+                ref[i * n + j] += v;
+                ref[j * n + i] += v;
+            }
+        }
+        EXPECT_TRUE(m.is_sparse());
+        check("sparse");
+        const CommMatrix copy = m;
+        m.age();
+        for (auto& v : ref) v -= v >> 2;
+        check("aged");
+        EXPECT_FALSE(m == copy);
+        // A quarter of the pairs non-zero: switches to dense storage, same contents.
+        for (std::size_t i = 0; i < n; ++i)
+            for (std::size_t j = i + 1; j < n; j += 2) {
+                m.add(i, j, 1);
+                ref[i * n + j] += 1;
+                ref[j * n + i] += 1;
+            }
+        EXPECT_FALSE(m.is_sparse());
+        check("dense");
+        CommMatrix sparse_again(n);
+        for (std::size_t i = 0; i < n; ++i)
+            for (std::size_t j = i + 1; j < n; ++j)
+                if (ref[i * n + j]) sparse_again.set(i, j, ref[i * n + j]);
+        EXPECT_TRUE(m == sparse_again);  // equal contents, whatever the storage
+        EXPECT_THROW(m.at(n, 0), Error);
+        EXPECT_THROW(CommMatrix(n).add(3, 3, 1), Error);
+        EXPECT_THROW(CommMatrix(n).set(0, n, 0), Error);
+    }
+}
+
+TEST(CommGraph, PruningKeepsTheStrongestPartnersWithTiesByIndex) {
+    // Every pair of a 256-task matrix at weight 5, except partner i+1 of each i at 9: keeping
+    // 3 per task keeps i+1 and i-1 (9) and then the lowest-numbered partner at 5.
+    const std::size_t n = 256;
+    CommMatrix m(n);
+    for (std::size_t i = 0; i < n; ++i)
+        for (std::size_t j = i + 1; j < n; ++j) m.set(i, j, j == i + 1 ? 9 : 5);
+    const CommGraph g(m, PruneOptions{.min_tasks = 128, .keep_per_task = 3});
+    for (std::size_t i = 0; i < n; ++i) {
+        std::vector<std::uint32_t> partners(g.neighbours().begin() + g.offsets()[i],
+                                            g.neighbours().begin() + g.offsets()[i + 1]);
+        // Its own three, plus the tasks that keep it among theirs (an edge survives if either
+        // end keeps it): tasks 0, 1 and 2 keep low partners, so everyone links to them.
+        std::vector<std::uint32_t> own;
+        if (i > 0) own.push_back(static_cast<std::uint32_t>(i - 1));
+        if (i + 1 < n) own.push_back(static_cast<std::uint32_t>(i + 1));
+        for (std::uint32_t j = 0; own.size() < 3; ++j)
+            if (j != i && j + 1 != i && j != i + 1) own.push_back(j);
+        for (std::uint32_t j : own) EXPECT_THAT(partners, ::testing::Contains(j)) << i;
+        EXPECT_TRUE(std::is_sorted(partners.begin(), partners.end())) << i;
+        if (i < 5) continue;
+        // Nothing else: the 5s to tasks above 3 are cut at both ends.
+        for (std::uint32_t j : partners)
+            EXPECT_TRUE(j <= 3 || j + 1 == i || j == i + 1) << i << " keeps " << j;
+    }
 }
 
 }  // namespace

@@ -70,5 +70,16 @@ TEST(Distances, ScotchTargetReproducesThem) {
     expect_target_equals_distances(machine("32em64t-2n8c2t-pci-noio.xml").restricted_to(cpus));
 }
 
+// The target file for scotch_gmap (bench/mapping): link costs that add up to the distances
+// (1 on a core, 1 + 4 = 5 in a package, 1 + 4 + 5 = 10 across), equal-cost levels merged.
+TEST(Distances, ScotchTargetDescription) {
+    const Topology t = Topology::from_synthetic("pack:2 core:8 pu:2");
+    EXPECT_EQ(ScotchMapper::target_description(t, Distances(t)), "tleaf 3 2 5 8 4 2 1");
+    const Topology merged = Topology::from_synthetic("pack:2 l3:2 core:3 pu:2");
+    EXPECT_EQ(ScotchMapper::target_description(
+                  merged, Distances(merged, LevelCosts{.l3 = 5, .numa = 5, .package = 5})),
+              "tleaf 3 2 5 6 4 2 1");
+}
+
 }  // namespace
 }  // namespace cdsm
