@@ -177,6 +177,23 @@ class Fuzzer {
         }
     }
 
+    // A parameter value: small, a limit's edge (max_tasks 8192, shifts, 16-bit and 31-bit
+    // overflows), or anything.
+    uint32_t any_param() {
+        static const uint32_t edges[] = {0,     1,     2,     3,          4,          6,
+                                         7,     12,    16,    22,         23,         32,
+                                         255,   256,   4096,  8191,       8192,       8193,
+                                         10000, 65535, 65536, 0x7fffffff, 0x80000000, 0xffffffff};
+        switch (pick(3)) {
+            case 0:
+                return edges[pick(sizeof(edges) / sizeof(edges[0]))];
+            case 1:
+                return static_cast<uint32_t>(pick(20000));
+            default:
+                return static_cast<uint32_t>(r64());
+        }
+    }
+
     uint32_t any_size(uint32_t real) {
         switch (pick(10)) {
             case 0:
@@ -289,9 +306,7 @@ class Fuzzer {
             case 0x0a: {
                 cdsm_params p = params_;
                 uint32_t* f = &p.block_shift;
-                for (uint64_t k = pick(3); k > 0; k--)
-                    f[pick(9)] =
-                        pick(2) ? static_cast<uint32_t>(pick(20000)) : static_cast<uint32_t>(r64());
+                for (uint64_t k = pick(3); k > 0; k--) f[pick(9)] = any_param();
                 memcpy(arg, &p, real = sizeof(p));
                 break;
             }
