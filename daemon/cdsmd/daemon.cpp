@@ -32,7 +32,6 @@ using daemon::SystemError;
 namespace {
 
 constexpr std::size_t kHistory = 32;
-constexpr int kCapSysAdmin = 21;
 // Runnable shares are measured over at least this window.
 constexpr std::uint64_t kShareWindowNs = 200'000'000;
 constexpr std::chrono::milliseconds kWaitingInterval{250};
