@@ -75,7 +75,7 @@ Json Daemon::app_json(const AppState& app) const {
 
 Json Daemon::tasks_json(AppState& app) {
     Json out = Json::array();
-    for (const cdsm_task_info& t : device_->tasks(app.info.app_id)) {
+    for (const cdsm_task_info& t : device().tasks(app.info.app_id)) {
         const bool exited = (t.flags & CDSM_TASK_EXITED) != 0;
         const auto stat = exited ? std::nullopt : procfs::task_stat(t.tgid, t.tid);
         const auto mask = exited ? std::nullopt : procfs::affinity(t.tid);
@@ -108,7 +108,7 @@ Json Daemon::tasks_json(AppState& app) {
 }
 
 Json Daemon::stats_json() const {
-    const cdsm_counters c = device_->counters();
+    const cdsm_counters c = device().counters();
     rusage ru{};
     ::getrusage(RUSAGE_SELF, &ru);
     return {{"kernel",
@@ -175,7 +175,7 @@ Json Daemon::handle(const Json& request, const daemon::PeerCredentials& creds) {
     }
     if (cmd == "ping") {
         return {{"version", std::string(cdsm::version())},
-                {"abi", device_->abi_version()},
+                {"abi", device().abi_version()},
                 {"protocol", kProtocolVersion},
                 {"dry_run", options_.dry_run}};
     }
@@ -203,7 +203,7 @@ Json Daemon::handle(const Json& request, const daemon::PeerCredentials& creds) {
         // Refused before the module copies a matrix too large to send.
         const std::uint64_t dim = app.info.nr_tasks;
         if (!sparse) check_matrix_cells(dim * dim, false, app.info.app_id);
-        const auto m = device_->matrix(app.info.app_id);
+        const auto m = device().matrix(app.info.app_id);
         Json j = matrix_cells(m, sparse, app.info.app_id);
         j.update(Json{{"app_id", app.info.app_id},
                       {"dim", m.dim},
@@ -218,16 +218,16 @@ Json Daemon::handle(const Json& request, const daemon::PeerCredentials& creds) {
         std::string cgroup;
         if (request.contains("pid")) {
             const pid_t pid = request["pid"].get<pid_t>();
-            id = device_->track_pid(pid);
+            id = device().track_pid(pid);
             untracked_pids_.erase(pid);
         } else if (request.contains("cgroup")) {
             cgroup = request["cgroup"].get<std::string>();
-            id = device_->track_cgroup(cgroup);
+            id = device().track_cgroup(cgroup);
             untracked_cgroups_.erase(cgroup);
         } else {
             throw ProtocolError("EINVAL", "track needs \"pid\" or \"cgroup\"");
         }
-        for (const cdsm_app_info& info : device_->list_apps()) {
+        for (const cdsm_app_info& info : device().list_apps()) {
             if (info.app_id == id) adopt(info, name).cgroup = cgroup;
         }
         save_state();
@@ -238,17 +238,17 @@ Json Daemon::handle(const Json& request, const daemon::PeerCredentials& creds) {
         AppState& app = find_app(request, peer);
         const std::uint32_t id = app.info.app_id;
         if (cmd == "untrack") {
-            device_->untrack(id);
+            device().untrack(id);
             // The [[track]] rules must not track it again at their next scan.
             if (app.info.kind == CDSM_TRACK_CGROUP && !app.cgroup.empty())
                 untracked_cgroups_.insert(app.cgroup);
             if (app.info.root_pid > 0) untracked_pids_.insert(app.info.root_pid);
             save_state();
         }
-        if (cmd == "age") device_->age(id);
-        if (cmd == "reset") device_->reset(id);
+        if (cmd == "age") device().age(id);
+        if (cmd == "reset") device().reset(id);
         if (cmd == "release") {
-            device_->release(id);
+            device().release(id);
             forget(id);
         }
         spdlog::info("control socket: uid {}: {} application {}", peer.uid, cmd, id);

@@ -73,9 +73,14 @@ void Daemon::open_kernel() {
                  planner_->machine().pu_count(), procfs::format_cpu_list(planner_->machine_cpus()));
 }
 
+daemon::Device& Daemon::device() const {
+    if (!device_) throw daemon::ProtocolError("ENODEV", "cdsmd has not opened the cdsm device");
+    return *device_;
+}
+
 void Daemon::apply_kernel_params() {
     if (config_.kernel.empty()) return;
-    cdsm_params p = device_->params();
+    cdsm_params p = device().params();
     for (const auto& [name, value] : config_.kernel) {
         if (name == "block_shift") p.block_shift = value;
         if (name == "rearm_rate_bp") p.rearm_rate_bp = value;
@@ -85,7 +90,7 @@ void Daemon::apply_kernel_params() {
         if (name == "retention_s") p.retention_s = value;
         if (name == "age_period_ms") p.age_period_ms = value;
     }
-    device_->set_params(p);
+    device().set_params(p);
     spdlog::info("module parameters set: {}", fmt::join(config_.kernel, ", "));
 }
 
@@ -275,7 +280,7 @@ void Daemon::forget(std::uint32_t app_id) {
 
 void Daemon::resync() {
     std::set<std::uint32_t> live;
-    for (const cdsm_app_info& info : device_->list_apps()) {
+    for (const cdsm_app_info& info : device().list_apps()) {
         live.insert(info.app_id);
         AppState& app = adopt(info);
         if ((info.flags & CDSM_APP_ENDED) && !app.ended_at) {
@@ -342,7 +347,7 @@ void Daemon::release_ended() {
     }
     for (std::uint32_t id : done) {
         try {
-            if (!options_.dry_run) device_->release(id);
+            if (!options_.dry_run) device().release(id);
             spdlog::info("{}: ended, released", app_label(apps_[id].info, apps_[id].name));
         } catch (const SystemError& e) {
             if (!is_enoent(e)) spdlog::warn("{}", e.what());
@@ -431,8 +436,8 @@ Json Daemon::map_app(AppState& app, const MapRequest& req) {
         return finish(false);
     };
 
-    const auto tasks = device_->tasks(id);
-    const auto matrix = device_->matrix(id);
+    const auto tasks = device().tasks(id);
+    const auto matrix = device().matrix(id);
     // Once per process and pass: its command (launchers are known by it) and, after an exec,
     // its environment.
     std::map<pid_t, std::string> process_comm;
@@ -626,7 +631,7 @@ Json Daemon::map_app(AppState& app, const MapRequest& req) {
             migrations_ += moved.size();
             if (config_.age_after_migration) {
                 try {
-                    device_->age(id);
+                    device().age(id);
                 } catch (const SystemError& e) {
                     if (!is_enoent(e)) throw;
                 }
@@ -701,8 +706,8 @@ void Daemon::run_due() {
 
 void Daemon::track_pid(pid_t pid, const std::string& name) {
     try {
-        const std::uint32_t id = device_->track_pid(pid);
-        for (const cdsm_app_info& info : device_->list_apps()) {
+        const std::uint32_t id = device().track_pid(pid);
+        for (const cdsm_app_info& info : device().list_apps()) {
             if (info.app_id == id) adopt(info, name);
         }
     } catch (const SystemError& e) {
@@ -746,8 +751,8 @@ void Daemon::scan_rules() {
             // tracked by hand, or before a restart). Once that one ended (its tasks exited, or
             // the directory was removed), the next run in the directory is a new application.
             try {
-                const std::uint32_t id = device_->track_cgroup(path);
-                for (const cdsm_app_info& info : device_->list_apps()) {
+                const std::uint32_t id = device().track_cgroup(path);
+                for (const cdsm_app_info& info : device().list_apps()) {
                     if (info.app_id == id)
                         adopt(info, rule.name.empty() ? path : rule.name).cgroup = path;
                 }

@@ -105,6 +105,10 @@ class Daemon {
 
     // Set-up and reconfiguration.
     void open_kernel();
+    /// The module's device, opened by open_kernel(); before that every use is answered
+    /// ProtocolError("ENODEV") (tests/fuzz/fuzz_request.cpp runs requests on a Daemon that never
+    /// opened /dev/cdsm: each runs up to its first ioctl).
+    daemon::Device& device() const;
     void apply_kernel_params();
     /// SIGHUP: reload_config(), an error logged and the running configuration kept.
     void reload();
@@ -132,7 +136,8 @@ class Daemon {
     void scan_rules();
     void track_pid(pid_t pid, const std::string& name);
 
-    // Control socket.
+    // Control socket. tests/fuzz/fuzz_request.cpp calls handle() (DaemonFuzzAccess).
+    friend struct DaemonFuzzAccess;
     daemon::Json handle(const daemon::Json& request, const daemon::PeerCredentials& creds);
     AppState& find_app(const daemon::Json& request, const Peer& peer);
     daemon::Json app_json(const AppState& app) const;
