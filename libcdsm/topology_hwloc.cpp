@@ -2,7 +2,10 @@
 // Reading a machine through hwloc: the running system, an XML export or a synthetic description.
 #include <hwloc.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -15,6 +18,9 @@
 
 namespace cdsm {
 namespace {
+
+// The most PUs a synthetic description may have: NR_CPUS of Debian's kernels.
+constexpr std::uint64_t kMaxSyntheticPus = 8192;
 
 struct HwlocTopologyDeleter {
     void operator()(hwloc_topology* topology) const noexcept { hwloc_topology_destroy(topology); }
@@ -120,7 +126,32 @@ Topology Topology::from_xml_string(std::string_view xml, std::string_view name) 
 
 Topology Topology::from_synthetic(std::string_view description) {
     const std::string text(description);
-    return load("synthetic topology '" + text + "'", [&text](hwloc_topology_t t) {
+    const std::string source = "synthetic topology '" + text + "'";
+    // hwloc builds whatever the description asks for: a level of 10^8 objects takes it minutes
+    // and gigabytes. Multiply the arities first: each level is "[TYPE:]N[(attributes)]" (a
+    // memory child in brackets adds no PUs); what is not a number is hwloc's to reject.
+    std::uint64_t pus = 1;
+    std::istringstream levels(text);
+    for (std::string level; levels >> level;) {
+        if (level.front() == '[' || level.front() == '(') continue;
+        level = level.substr(0, level.find('('));
+        const std::size_t colon = level.rfind(':');
+        const std::string arity = colon == std::string::npos ? level : level.substr(colon + 1);
+        std::uint64_t n = 0;
+        std::size_t i = 0;
+        for (; i < arity.size() && std::isdigit(static_cast<unsigned char>(arity[i])) &&
+               n <= kMaxSyntheticPus;
+             ++i) {
+            n = n * 10 + std::uint64_t(arity[i] - '0');
+        }
+        if (i == 0) continue;
+        pus = std::min(pus * std::min(n, kMaxSyntheticPus + 1), kMaxSyntheticPus + 1);
+    }
+    if (pus > kMaxSyntheticPus) {
+        throw Error(source, "describes more than " + std::to_string(kMaxSyntheticPus) +
+                                " PUs (Debian's kernels run at most that many CPUs)");
+    }
+    return load(source, [&text](hwloc_topology_t t) {
         return hwloc_topology_set_synthetic(t, text.c_str());
     });
 }

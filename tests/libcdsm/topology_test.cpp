@@ -111,5 +111,17 @@ TEST(Topology, BadInputsNameTheInput) {
                 HasSubstr("text.xml: is not an hwloc XML topology"));
 }
 
+// Found by tests/fuzz/fuzz_topology: hwloc builds whatever a description asks for, and
+// `--topology "core:99999996 pu:2"` kept cdsmctl busy for minutes and gigabytes.
+TEST(Topology, SyntheticMachinesWithMorePusThanAKernelRunsAreRefused) {
+    for (const char* description : {"pack:2 core:4097 pu:1", "core:100000 pu:2",
+                                    "pack:2 [numa] core:2(memory=1GB) 3000 pu:2x"}) {
+        EXPECT_THAT(error_of([description] { (void)Topology::from_synthetic(description); }),
+                    HasSubstr("more than 8192 PUs"))
+            << description;
+    }
+    EXPECT_EQ(Topology::from_synthetic("pack:4 core:1024 pu:2").pu_count(), 8192u);
+}
+
 }  // namespace
 }  // namespace cdsm
