@@ -199,7 +199,12 @@ static long cdsm_ioc_get_tasks(struct file *file, unsigned int nr, void __user *
 		}
 	}
 	spin_lock(&cdsm_lock);
-	a.count = app->nr_tasks;
+	/*
+	 * Tasks that joined since n was read are left out when they fit: a count
+	 * above the n records written made callers read unwritten entries (tid 0)
+	 * during a fork storm. A count above @capacity asks for a larger buffer.
+	 */
+	a.count = app->nr_tasks > a.capacity ? app->nr_tasks : n;
 	for (i = 0; i < n; i++) {
 		struct cdsm_task *t = cdsm_app_task(app, i);
 

@@ -134,7 +134,10 @@ struct cdsm_task_info {
  * @size:	sizeof(struct cdsm_get_tasks).
  * @app_id:	the application.
  * @capacity:	entries of struct cdsm_task_info at @tasks_ptr.
- * @count:	out: number of tasks (at most @capacity are written).
+ * @count:	out: the number of records written, the first @count tasks (a
+ *		snapshot: tasks that join meanwhile may be left out); or, when
+ *		above @capacity, the number of tasks, none to be read: call again
+ *		with a larger buffer.
  * @tasks_ptr:	user pointer to @capacity struct cdsm_task_info.
  */
 struct cdsm_get_tasks {
