@@ -126,17 +126,32 @@ Topology Topology::from_xml_string(std::string_view xml, std::string_view name) 
 
 Topology Topology::from_synthetic(std::string_view description) {
     const std::string text(description);
-    const std::string source = "synthetic topology '" + text + "'";
+    // Bytes that are not printable ASCII are shown as \xHH in messages.
+    std::string shown;
+    for (const unsigned char c : text) {
+        if (c >= 0x20 && c < 0x7f) {
+            shown += static_cast<char>(c);
+        } else {
+            static constexpr char kHex[] = "0123456789abcdef";
+            shown += {'\\', 'x', kHex[c >> 4], kHex[c & 15]};
+        }
+    }
+    const std::string source = "synthetic topology '" + shown + "'";
     // hwloc builds whatever the description asks for: a level of 10^8 objects takes it minutes
     // and gigabytes. Multiply the arities first: each level is "[TYPE:]N[(attributes)]" (a
     // memory child in brackets adds no PUs); what is not a number is hwloc's to reject.
+    // hwloc reads up to a NUL byte; the count below must read what hwloc reads.
+    if (text.find('\0') != std::string::npos) throw Error(source, "contains a NUL byte");
     std::uint64_t pus = 1;
     std::istringstream levels(text);
     for (std::string level; levels >> level;) {
         if (level.front() == '[' || level.front() == '(') continue;
         level = level.substr(0, level.find('('));
-        const std::size_t colon = level.rfind(':');
-        const std::string arity = colon == std::string::npos ? level : level.substr(colon + 1);
+        // "N" alone, or the number after the type's colon, as hwloc reads them.
+        const std::size_t colon = level.find(':');
+        const bool bare = std::isdigit(static_cast<unsigned char>(level.front())) != 0;
+        const std::string arity =
+            bare || colon == std::string::npos ? level : level.substr(colon + 1);
         std::uint64_t n = 0;
         std::size_t i = 0;
         for (; i < arity.size() && std::isdigit(static_cast<unsigned char>(arity[i])) &&

@@ -121,6 +121,13 @@ TEST(Topology, SyntheticMachinesWithMorePusThanAKernelRunsAreRefused) {
             << description;
     }
     EXPECT_EQ(Topology::from_synthetic("pack:4 core:1024 pu:2").pu_count(), 8192u);
+    // Found by a CI run of fuzz_topology (14 s in hwloc): hwloc reads "555555" up to the NUL
+    // byte, the count read one level "...:2"; and a bare count followed by junk and a colon.
+    using namespace std::string_literals;
+    EXPECT_THAT(error_of([] { (void)Topology::from_synthetic("555555\0\xff#9st:2"s); }),
+                HasSubstr("contains a NUL byte"));
+    EXPECT_THAT(error_of([] { (void)Topology::from_synthetic("555555\xff#9st:2"); }),
+                ::testing::Not(HasSubstr("hwloc could not load")));
 }
 
 }  // namespace
