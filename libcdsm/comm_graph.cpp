@@ -88,6 +88,7 @@ CommGraph::CommGraph(const CommMatrix& matrix, PruneOptions prune) {
         offsets_[i + 1] = neighbours_.size();
     }
     const double total = matrix.total();
+    pruned_ = neighbours_.size() < arcs.size();
     kept_fraction_ = total == 0 ? 1.0 : kept_total / 2 / total;
 }
 

@@ -241,7 +241,7 @@ Placement ScotchMapper::map(const MappingProblem& problem) const {
     std::optional<CommGraph> whole;  // every edge, built only if a repair needs it
     const bool refining = n <= options_.refine_max_tasks;
     const std::size_t arcs = std::max<std::size_t>(edgetab.size(), 1);
-    const bool sparse = comm.kept_fraction() == 1.0;  // nothing pruned
+    const bool sparse = !comm.pruned();
     const std::size_t attempts =
         n <= options_.attempts_max_tasks ? options_.attempts
         : refining || !sparse

@@ -35,12 +35,15 @@ class CommGraph {
     std::size_t edge_count() const noexcept { return neighbours_.size() / 2; }
     /// Fraction of the matrix's total communication that the kept edges carry.
     double kept_fraction() const noexcept { return kept_fraction_; }
+    /// Whether pruning dropped any edge.
+    bool pruned() const noexcept { return pruned_; }
 
   private:
     std::vector<std::size_t> offsets_;
     std::vector<std::uint32_t> neighbours_;
     std::vector<CommMatrix::Value> weights_;
     double kept_fraction_ = 1.0;
+    bool pruned_ = false;
 };
 
 }  // namespace cdsm

@@ -92,6 +92,7 @@ TEST(CommGraph, KeepsEveryEdgeOfSmallMatrices) {
     const CommGraph g(patterns::all_to_all(16));
     EXPECT_EQ(g.edge_count(), 16u * 15 / 2);
     EXPECT_EQ(g.kept_fraction(), 1.0);
+    EXPECT_FALSE(g.pruned());
 }
 
 TEST(CommGraph, PrunesWeakEdgesOfLargeMatrices) {
@@ -110,6 +111,7 @@ TEST(CommGraph, PrunesWeakEdgesOfLargeMatrices) {
     }
     EXPECT_LT(g.kept_fraction(), 1.0);
     EXPECT_GT(g.kept_fraction(), 0.5);
+    EXPECT_TRUE(g.pruned());
 }
 
 // A reference: the same operations on a plain square table.
