@@ -7,6 +7,8 @@ work=$(mktemp -d)
 log=$work/cdsmd.log
 config=$work/cdsmd.toml
 export CDSM_SOCKET=/run/cdsm/cdsmd.sock
+# Shown by the guest when a test hangs (tests/vm/hung).
+echo "$log" >>/run/cdsm-vm-show
 
 fail_details() {
 	echo "--- cdsmd log"
