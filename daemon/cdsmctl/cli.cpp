@@ -31,7 +31,7 @@ Through cdsmd (socket: --socket, $CDSM_SOCKET, or /run/cdsm/cdsmd.sock):
 See cdsmctl(1); JSON outputs: /usr/share/doc/cdsm/cdsmctl-json.md.)";
 
 struct Options {
-    std::string socket{cdsm::daemon::kDefaultSocketPath};
+    std::string socket{cdsm::control::kDefaultSocketPath};
     bool json = false;
     std::string app;
     ShowOptions show;
@@ -200,7 +200,7 @@ int main(int argc, char** argv) {
     app.fallthrough();
     Options o;
     app.add_option("--socket", o.socket, "cdsmd's control socket")
-        ->envname(cdsm::daemon::kSocketEnv)
+        ->envname(cdsm::control::kSocketEnv)
         ->capture_default_str();
     app.set_version_flag("--version", std::string(cdsm::version()));
 

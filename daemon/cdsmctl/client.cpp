@@ -9,10 +9,10 @@ nlohmann::json DaemonClient::request(const nlohmann::json& request) {
     try {
         if (!client_) client_.emplace(path_);
         return client_->request(request);
-    } catch (const cdsm::daemon::ProtocolError& e) {
+    } catch (const cdsm::control::ProtocolError& e) {
         // The shared client says what was wrong with a line, not whose line it was.
         if (e.code() == "EPROTO")
-            throw cdsm::daemon::ProtocolError(
+            throw cdsm::control::ProtocolError(
                 "EPROTO", fmt::format("cdsmd at {} sent a broken reply: {}", path_, e.what()));
         throw;
     }

@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "cdsm/daemon/protocol.hpp"
+#include "cdsm/control.hpp"
 
 namespace cdsmctl {
 
@@ -15,14 +15,14 @@ class DaemonClient {
   public:
     explicit DaemonClient(std::string socket_path) : path_(std::move(socket_path)) {}
 
-    /// Sends one request and returns the reply's members. Throws cdsm::daemon::ProtocolError:
+    /// Sends one request and returns the reply's members. Throws cdsm::control::ProtocolError:
     /// "cannot connect to cdsmd at PATH: ... (is cdsmd running?)", cdsmd's own one-line refusal,
     /// or a broken reply named as coming from cdsmd at PATH.
     nlohmann::json request(const nlohmann::json& request);
 
   private:
     std::string path_;
-    std::optional<cdsm::daemon::Client> client_;
+    std::optional<cdsm::control::Client> client_;
 };
 
 }  // namespace cdsmctl

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 // The subcommands of cdsmctl. Each returns the process's exit status or throws: UsageError
-// (exit 2), cdsm::Error, cdsm::daemon::ProtocolError or any std::exception (exit 1). cli.cpp parses
-// the command line into these option structs.
+// (exit 2), cdsm::Error, cdsm::control::ProtocolError or any std::exception (exit 1). cli.cpp
+// parses the command line into these option structs.
 #pragma once
 
 #include <sys/types.h>

@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <fstream>
 
-#include "cdsm/daemon/fd.hpp"
+#include "cdsm/error.hpp"
 
 namespace cdsm::cdsmd {
 
@@ -43,13 +43,13 @@ int last_cap() {
 std::vector<std::string> drop_capabilities() {
     __user_cap_header_struct header{_LINUX_CAPABILITY_VERSION_3, 0};
     __user_cap_data_struct data[_LINUX_CAPABILITY_U32S_3] = {};
-    if (::syscall(SYS_capget, &header, data) < 0) daemon::throw_errno("capget");
+    if (::syscall(SYS_capget, &header, data) < 0) throw_errno("capget");
     // The bounding set first: dropping from it needs CAP_SETPCAP, which goes next. A process
     // without CAP_SETPCAP (not root) has nothing there worth dropping.
     for (int cap = 0; cap <= last_cap(); ++cap) {
         if (!needed(cap) && ::prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EPERM &&
             errno != EINVAL) {
-            daemon::throw_errno("prctl(PR_CAPBSET_DROP)");
+            throw_errno("prctl(PR_CAPBSET_DROP)");
         }
     }
     ::prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
@@ -62,7 +62,7 @@ std::vector<std::string> drop_capabilities() {
         keep[word].effective |= bit;
         kept.emplace_back(n.name);
     }
-    if (::syscall(SYS_capset, &header, keep) < 0) daemon::throw_errno("capset");
+    if (::syscall(SYS_capset, &header, keep) < 0) throw_errno("capset");
     return kept;
 }
 

@@ -14,8 +14,8 @@
 
 namespace cdsm::cdsmd {
 
-using daemon::Json;
-using daemon::ProtocolError;
+using control::Json;
+using control::ProtocolError;
 
 namespace {
 
@@ -52,7 +52,7 @@ Json Daemon::app_json(const AppState& app) const {
     return {{"app_id", i.app_id},
             {"name", app.name},
             {"comm", std::string(i.comm, strnlen(i.comm, sizeof(i.comm)))},
-            {"kind", daemon::track_kind_name(i.kind)},
+            {"kind", kernel::track_kind_name(i.kind)},
             {"uid", i.uid == kNoOwner ? Json(nullptr) : Json(i.uid)},
             {"root_pid", i.root_pid},
             {"cgroup", app.cgroup.empty() ? Json(nullptr) : Json(app.cgroup)},
@@ -161,7 +161,7 @@ Json Daemon::topology_json() const {
             {"distances", distances}};
 }
 
-Json Daemon::handle(const Json& request, const daemon::PeerCredentials& creds) {
+Json Daemon::handle(const Json& request, const control::PeerCredentials& creds) {
     validate_request(request);
     const Peer peer = peer_rights(creds, config_.admin_gid);
     const std::string cmd = request.value("cmd", "");
@@ -204,9 +204,9 @@ Json Daemon::handle(const Json& request, const daemon::PeerCredentials& creds) {
         const std::uint64_t dim = app.info.nr_tasks;
         if (!sparse) check_matrix_cells(dim * dim, false, app.info.app_id);
         const auto m = device().matrix(app.info.app_id);
-        Json j = matrix_cells(m, sparse, app.info.app_id);
+        Json j = matrix_cells(m.matrix, sparse, app.info.app_id);
         j.update(Json{{"app_id", app.info.app_id},
-                      {"dim", m.dim},
+                      {"dim", m.matrix.size()},
                       {"events", m.events},
                       {"snapshot_ns", m.snapshot_ns},
                       {"tasks", tasks_json(app)}});

@@ -25,9 +25,8 @@
 
 namespace cdsm::cdsmd {
 
-using daemon::Json;
-using daemon::ProtocolError;
-using daemon::SystemError;
+using control::Json;
+using control::ProtocolError;
 
 namespace {
 
@@ -35,12 +34,6 @@ constexpr std::size_t kHistory = 32;
 // Runnable shares are measured over at least this window.
 constexpr std::uint64_t kShareWindowNs = 200'000'000;
 constexpr std::chrono::milliseconds kWaitingInterval{250};
-
-std::vector<std::uint32_t> all_indices(std::uint32_t n) {
-    std::vector<std::uint32_t> v(n);
-    std::iota(v.begin(), v.end(), 0u);
-    return v;
-}
 
 std::string app_label(const cdsm_app_info& info, const std::string& name) {
     return fmt::format("application {} ({})", info.app_id, name);
@@ -66,15 +59,15 @@ Daemon::~Daemon() = default;
 // ---- set-up -------------------------------------------------------------------------------
 
 void Daemon::open_kernel() {
-    device_ = std::make_unique<daemon::Device>(config_.device);
-    events_ = std::make_unique<daemon::EventListener>();
+    device_ = std::make_unique<kernel::Device>(config_.device);
+    events_ = std::make_unique<kernel::EventListener>();
     planner_ = std::make_unique<Planner>(Topology::from_system(), config_.costs);
     spdlog::info("machine: {} ({} PUs: {})", planner_->machine().describe(),
                  planner_->machine().pu_count(), procfs::format_cpu_list(planner_->machine_cpus()));
 }
 
-daemon::Device& Daemon::device() const {
-    if (!device_) throw daemon::ProtocolError("ENODEV", "cdsmd has not opened the cdsm device");
+kernel::Device& Daemon::device() const {
+    if (!device_) throw control::ProtocolError("ENODEV", "cdsmd has not opened the cdsm device");
     return *device_;
 }
 
@@ -184,13 +177,12 @@ void Daemon::save_state() const {
                                  "\n";
         // Private whatever the umask: it names every user's applications. fchmod also fixes a
         // temporary file left with another mode.
-        daemon::Fd fd(
-            ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
-        if (!fd || ::fchmod(fd.get(), 0600) < 0) daemon::throw_errno("open " + tmp.string());
+        Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
+        if (!fd || ::fchmod(fd.get(), 0600) < 0) throw_errno("open " + tmp.string());
         for (std::size_t done = 0; done < text.size();) {
             const ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
             if (n < 0 && errno == EINTR) continue;
-            if (n < 0) daemon::throw_errno("write " + tmp.string());
+            if (n < 0) throw_errno("write " + tmp.string());
             done += std::size_t(n);
         }
         fd.reset();
@@ -268,7 +260,7 @@ Daemon::AppState& Daemon::adopt(const cdsm_app_info& info, const std::string& na
         saved_.erase(s);
     } else {
         spdlog::info("{}: tracked ({}, root pid {}, uid {}, {} tasks)", app_label(info, app.name),
-                     daemon::track_kind_name(info.kind), info.root_pid, info.uid, info.nr_tasks);
+                     kernel::track_kind_name(info.kind), info.root_pid, info.uid, info.nr_tasks);
     }
     if (info.flags & CDSM_APP_ENDED) app.ended_at = Clock::now();
     return app;
@@ -304,15 +296,15 @@ void Daemon::on_events() {
     const auto batch = events_->receive();
     bool apps_changed = batch.lost;
     if (batch.lost) spdlog::warn("netlink events were lost; re-reading the module's state");
-    for (const daemon::Event& e : batch.events) {
-        spdlog::debug("event {} application {} task {} ({})", daemon::to_string(e.kind), e.app_id,
+    for (const kernel::Event& e : batch.events) {
+        spdlog::debug("event {} application {} task {} ({})", kernel::to_string(e.kind), e.app_id,
                       e.tid, e.comm);
         const auto it = apps_.find(e.app_id);
         switch (e.kind) {
-            case daemon::Event::Kind::kAppStarted:
+            case kernel::Event::Kind::kAppStarted:
                 apps_changed = true;
                 break;
-            case daemon::Event::Kind::kAppEnded:
+            case kernel::Event::Kind::kAppEnded:
                 apps_changed = true;
                 if (it != apps_.end()) {
                     spdlog::info("{}: ended", app_label(it->second.info, it->second.name));
@@ -320,7 +312,7 @@ void Daemon::on_events() {
                     it->second.claimed.clear();
                 }
                 break;
-            case daemon::Event::Kind::kTaskJoined:
+            case kernel::Event::Kind::kTaskJoined:
                 // A new thread inherits its creator's mask: place it soon, not at the next
                 // tick (within the minimum interval, so that a burst of threads is one pass).
                 if (it != apps_.end())
@@ -330,7 +322,7 @@ void Daemon::on_events() {
                 else
                     apps_changed = true;
                 break;
-            case daemon::Event::Kind::kTaskExited:
+            case kernel::Event::Kind::kTaskExited:
                 if (it != apps_.end()) it->second.tasks.erase(e.tid);
                 break;
         }
@@ -437,7 +429,7 @@ Json Daemon::map_app(AppState& app, const MapRequest& req) {
     };
 
     const auto tasks = device().tasks(id);
-    const auto matrix = device().matrix(id);
+    const CommMatrix matrix = device().matrix(id).matrix;
     // Once per process and pass: its command (launchers are known by it) and, after an exec,
     // its environment.
     std::map<pid_t, std::string> process_comm;
@@ -449,8 +441,7 @@ Json Daemon::map_app(AppState& app, const MapRequest& req) {
     // Too few events among all its tasks: no need to read every task's /proc files (hundreds
     // of reads per pass for a 64-task application).
     waiting = !app.planned;
-    if (const double total = submatrix(matrix, all_indices(matrix.dim)).total();
-        total < config_.min_events) {
+    if (const double total = matrix.total(); total < config_.min_events) {
         return skip(fmt::format("{:.0f} communication events so far, mapping.min_events is {}",
                                 total, config_.min_events));
     }
@@ -814,22 +805,22 @@ int Daemon::run() {
         return 0;
     }
     server_ = std::make_unique<ControlServer>(
-        daemon::socket_path(options_.socket.empty() ? config_.socket : options_.socket),
-        [this](const Json& r, const daemon::PeerCredentials& p) { return handle(r, p); },
+        control::socket_path(options_.socket.empty() ? config_.socket : options_.socket),
+        [this](const Json& r, const control::PeerCredentials& p) { return handle(r, p); },
         server_limits(config_));
 
     sigset_t signals;
     sigemptyset(&signals);
     for (int s : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&signals, s);
     ::sigprocmask(SIG_BLOCK, &signals, nullptr);
-    daemon::Fd sigfd(::signalfd(-1, &signals, SFD_CLOEXEC | SFD_NONBLOCK));
-    daemon::Fd epoll(::epoll_create1(EPOLL_CLOEXEC));
-    if (!sigfd || !epoll) daemon::throw_errno("signalfd/epoll_create1");
+    Fd sigfd(::signalfd(-1, &signals, SFD_CLOEXEC | SFD_NONBLOCK));
+    Fd epoll(::epoll_create1(EPOLL_CLOEXEC));
+    if (!sigfd || !epoll) throw_errno("signalfd/epoll_create1");
     for (int fd : {sigfd.get(), events_->fd(), server_->fd()}) {
         epoll_event ev{};
         ev.events = EPOLLIN;
         ev.data.fd = fd;
-        if (::epoll_ctl(epoll.get(), EPOLL_CTL_ADD, fd, &ev) < 0) daemon::throw_errno("epoll_ctl");
+        if (::epoll_ctl(epoll.get(), EPOLL_CTL_ADD, fd, &ev) < 0) throw_errno("epoll_ctl");
     }
     scan_rules();
     spdlog::info("cdsmd {} ready: {} application(s), control socket {}{}", cdsm::version(),
@@ -846,7 +837,7 @@ int Daemon::run() {
         const int n = ::epoll_wait(
             epoll.get(), ready, 8,
             server_->busy() ? 0 : int(std::clamp<std::int64_t>(wait.count(), 0, 1000)));
-        if (n < 0 && errno != EINTR) daemon::throw_errno("epoll_wait");
+        if (n < 0 && errno != EINTR) throw_errno("epoll_wait");
         bool serve = server_->busy();
         for (int i = 0; i < n; ++i) {
             const int fd = ready[i].data.fd;

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "cdsm/daemon/device.hpp"
-#include "cdsm/daemon/events.hpp"
-#include "cdsm/daemon/protocol.hpp"
+#include "cdsm/control.hpp"
+#include "cdsm/kernel.hpp"
+#include "cdsm/kernel_events.hpp"
 #include "config.hpp"
 #include "interval.hpp"
 #include "planner.hpp"
@@ -93,8 +93,8 @@ class Daemon {
         double cost_current = 0;
         double cost_best = 0;
         std::uint64_t last_mapped_ns = 0;
-        daemon::Json last = nullptr;       ///< last decision
-        std::deque<daemon::Json> history;  ///< recent migrations
+        control::Json last = nullptr;       ///< last decision
+        std::deque<control::Json> history;  ///< recent migrations
     };
     struct MapRequest {
         bool apply = true;
@@ -108,7 +108,7 @@ class Daemon {
     /// The module's device, opened by open_kernel(); before that every use is answered
     /// ProtocolError("ENODEV") (tests/fuzz/fuzz_request.cpp runs requests on a Daemon that never
     /// opened /dev/cdsm: each runs up to its first ioctl).
-    daemon::Device& device() const;
+    kernel::Device& device() const;
     void apply_kernel_params();
     /// SIGHUP: reload_config(), an error logged and the running configuration kept.
     void reload();
@@ -125,7 +125,7 @@ class Daemon {
     void release_ended();
 
     // Mapping.
-    daemon::Json map_app(AppState& app, const MapRequest& request);
+    control::Json map_app(AppState& app, const MapRequest& request);
     /// Reads process tgid's environment when its command changed; returns its command.
     const std::string& check_environment(AppState& app, pid_t tgid);
     std::vector<std::uint32_t> allowed_cpus(pid_t tid) const;
@@ -138,24 +138,24 @@ class Daemon {
 
     // Control socket. tests/fuzz/fuzz_request.cpp calls handle() (DaemonFuzzAccess).
     friend struct DaemonFuzzAccess;
-    daemon::Json handle(const daemon::Json& request, const daemon::PeerCredentials& creds);
-    AppState& find_app(const daemon::Json& request, const Peer& peer);
-    daemon::Json app_json(const AppState& app) const;
-    daemon::Json tasks_json(AppState& app);
-    daemon::Json stats_json() const;
-    daemon::Json topology_json() const;
+    control::Json handle(const control::Json& request, const control::PeerCredentials& creds);
+    AppState& find_app(const control::Json& request, const Peer& peer);
+    control::Json app_json(const AppState& app) const;
+    control::Json tasks_json(AppState& app);
+    control::Json stats_json() const;
+    control::Json topology_json() const;
 
     Clock::time_point next_wakeup() const;
 
     Options options_;
     Config config_;
-    std::unique_ptr<daemon::Device> device_;
-    std::unique_ptr<daemon::EventListener> events_;
+    std::unique_ptr<kernel::Device> device_;
+    std::unique_ptr<kernel::EventListener> events_;
     std::unique_ptr<Planner> planner_;
     std::unique_ptr<ControlServer> server_;
     std::map<std::uint32_t, AppState> apps_;
-    std::map<std::uint32_t, daemon::Json> saved_;  ///< state file entries not yet matched
-    std::set<pid_t> rejected_pids_;                ///< matched a rule but could not be tracked
+    std::map<std::uint32_t, control::Json> saved_;  ///< state file entries not yet matched
+    std::set<pid_t> rejected_pids_;                 ///< matched a rule but could not be tracked
     // Untracked on request: the rules leave them alone while the process or directory exists.
     std::set<pid_t> untracked_pids_;
     std::set<std::string> untracked_cgroups_;

@@ -8,12 +8,12 @@
 
 namespace cdsm::cdsmd {
 
-CommMatrix submatrix(const daemon::KernelMatrix& m, const std::vector<std::uint32_t>& indices) {
+CommMatrix submatrix(const CommMatrix& m, const std::vector<std::uint32_t>& indices) {
     CommMatrix out(indices.size());
     for (std::size_t a = 0; a < indices.size(); ++a) {
         for (std::size_t b = a + 1; b < indices.size(); ++b) {
             const std::uint32_t i = indices[a], j = indices[b];
-            if (i < m.dim && j < m.dim && i != j) out.set(a, b, m.at(i, j));
+            if (i < m.size() && j < m.size() && i != j) out.set(a, b, m.at(i, j));
         }
     }
     return out;

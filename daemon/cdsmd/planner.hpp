@@ -10,13 +10,11 @@
 #include <string_view>
 #include <vector>
 
-#include "cdsm/daemon/device.hpp"
-
 namespace cdsm::cdsmd {
 
-/// The rows and columns `indices` of a kernel matrix, as a CommMatrix (row k = task indices[k]).
-/// Indices beyond the snapshot (tasks that joined after it) get empty rows.
-CommMatrix submatrix(const daemon::KernelMatrix& matrix, const std::vector<std::uint32_t>& indices);
+/// The rows and columns `indices` of a kernel matrix (row k = task indices[k]). Indices beyond
+/// the snapshot (tasks that joined after it) get empty rows.
+CommMatrix submatrix(const CommMatrix& matrix, const std::vector<std::uint32_t>& indices);
 
 /// Why a plan moves tasks.
 enum class MoveReason {

@@ -102,7 +102,7 @@ std::optional<int> mpi_rank(const std::map<std::string, std::string>& env) {
     return std::nullopt;
 }
 
-Peer peer_rights(const daemon::PeerCredentials& creds, std::optional<gid_t> admin_gid) {
+Peer peer_rights(const control::PeerCredentials& creds, std::optional<gid_t> admin_gid) {
     const bool admin =
         admin_gid && (creds.gid == *admin_gid || std::find(creds.groups.begin(), creds.groups.end(),
                                                            *admin_gid) != creds.groups.end());

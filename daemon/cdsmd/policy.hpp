@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "cdsm/daemon/protocol.hpp"
+#include "cdsm/control.hpp"
 #include "config.hpp"
 #include "procfs.hpp"
 
@@ -116,7 +116,7 @@ struct Peer {
 /// uid is 0, or when `admin_gid` is its gid or one of its supplementary groups. Capabilities
 /// do not count: a user has them all inside a user namespace of its own, and in a setuid
 /// program it execs after connecting; the credentials recorded at connect() see through both.
-Peer peer_rights(const daemon::PeerCredentials& creds, std::optional<gid_t> admin_gid);
+Peer peer_rights(const control::PeerCredentials& creds, std::optional<gid_t> admin_gid);
 /// cdsm_app_info.uid of a cgroup application no task joined yet: it has no owner.
 inline constexpr uid_t kNoOwner = static_cast<uid_t>(-1);
 /// An unprivileged peer sees only applications whose uid is its own: the module's

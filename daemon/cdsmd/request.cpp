@@ -10,8 +10,8 @@
 
 namespace cdsm::cdsmd {
 
-using daemon::Json;
-using daemon::ProtocolError;
+using control::Json;
+using control::ProtocolError;
 
 namespace {
 
@@ -104,30 +104,26 @@ void check_matrix_cells(std::uint64_t cells, bool sparse, std::uint32_t app_id) 
                              sparse ? "" : "; ask for its non-zero cells (\"sparse\":true)"));
 }
 
-Json matrix_cells(const daemon::KernelMatrix& m, bool sparse, std::uint32_t app_id) {
-    const std::size_t dim = m.dim;
+Json matrix_cells(const CommMatrix& m, bool sparse, std::uint32_t app_id) {
+    const std::size_t dim = m.size();
     if (!sparse) {
         check_matrix_cells(std::uint64_t(dim) * dim, false, app_id);
         Json cells = Json::array();
         for (std::size_t i = 0; i < dim; ++i) {
-            cells.push_back(
-                std::vector<std::uint32_t>(m.cells.begin() + std::ptrdiff_t(i * dim),
-                                           m.cells.begin() + std::ptrdiff_t((i + 1) * dim)));
+            std::vector<CommMatrix::Value> row(dim);
+            for (std::size_t k = 0; k < dim; ++k) row[k] = m.at(i, k);
+            cells.push_back(std::move(row));
         }
         return {{"cells", std::move(cells)}};
     }
     // Symmetric: the cells above the diagonal say it all.
     std::uint64_t nonzero = 0;
-    for (std::size_t i = 0; i < dim; ++i) {
-        for (std::size_t k = i + 1; k < dim; ++k) nonzero += m.cells[i * dim + k] != 0;
-    }
+    m.for_each_pair([&](std::size_t, std::size_t, CommMatrix::Value) { ++nonzero; });
     check_matrix_cells(nonzero, true, app_id);
     Json entries = Json::array();
-    for (std::size_t i = 0; i < dim; ++i) {
-        for (std::size_t k = i + 1; k < dim; ++k) {
-            if (const std::uint32_t v = m.cells[i * dim + k]) entries.push_back({i, k, v});
-        }
-    }
+    m.for_each_pair([&](std::size_t i, std::size_t k, CommMatrix::Value v) {
+        entries.push_back({i, k, v});
+    });
     return {{"entries", std::move(entries)}};
 }
 

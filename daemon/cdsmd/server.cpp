@@ -17,7 +17,7 @@
 
 namespace cdsm::cdsmd {
 
-using daemon::Json;
+using control::Json;
 
 namespace {
 
@@ -25,14 +25,14 @@ sockaddr_un address(const std::string& path) {
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
     if (path.size() >= sizeof(addr.sun_path)) {
-        throw daemon::SystemError(ENAMETOOLONG, "control socket " + path);
+        throw SystemError(ENAMETOOLONG, "control socket " + path);
     }
     std::memcpy(addr.sun_path, path.c_str(), path.size() + 1);
     return addr;
 }
 
 bool someone_listens(const sockaddr_un& addr) {
-    daemon::Fd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    Fd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
     return probe &&
            ::connect(probe.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) == 0;
 }
@@ -48,24 +48,24 @@ ControlServer::ControlServer(std::string path, Handler handler, ServerLimits lim
         ::chmod(dir.c_str(), 0755);
     }
     if (someone_listens(addr)) {
-        throw daemon::SystemError(
-            EADDRINUSE, fmt::format("control socket {}: another cdsmd answers there", path_));
+        throw SystemError(EADDRINUSE,
+                          fmt::format("control socket {}: another cdsmd answers there", path_));
     }
     ::unlink(path_.c_str());
     listen_.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-    if (!listen_) daemon::throw_errno("socket");
+    if (!listen_) throw_errno("socket");
     if (::bind(listen_.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof(addr)) < 0) {
-        daemon::throw_errno("bind " + path_);
+        throw_errno("bind " + path_);
     }
-    if (::chmod(path_.c_str(), 0666) < 0) daemon::throw_errno("chmod " + path_);
-    if (::listen(listen_.get(), 64) < 0) daemon::throw_errno("listen " + path_);
+    if (::chmod(path_.c_str(), 0666) < 0) throw_errno("chmod " + path_);
+    if (::listen(listen_.get(), 64) < 0) throw_errno("listen " + path_);
     epoll_.reset(::epoll_create1(EPOLL_CLOEXEC));
-    if (!epoll_) daemon::throw_errno("epoll_create1");
+    if (!epoll_) throw_errno("epoll_create1");
     epoll_event ev{};
     ev.events = EPOLLIN;
     ev.data.fd = listen_.get();
     if (::epoll_ctl(epoll_.get(), EPOLL_CTL_ADD, listen_.get(), &ev) < 0) {
-        daemon::throw_errno("epoll_ctl");
+        throw_errno("epoll_ctl");
     }
 }
 
@@ -74,19 +74,19 @@ ControlServer::~ControlServer() {
 }
 
 Json ControlServer::answer(const Handler& handler, const std::string& line,
-                           const daemon::PeerCredentials& peer) {
+                           const control::PeerCredentials& peer) {
     try {
-        return daemon::ok_response(handler(daemon::parse_line(line), peer));
-    } catch (const daemon::ProtocolError& e) {
-        return daemon::error_response(e.code(), e.what());
-    } catch (const daemon::SystemError& e) {
-        return daemon::error_response(daemon::errno_code(e.err()), e.what());
+        return control::ok_response(handler(control::parse_line(line), peer));
+    } catch (const control::ProtocolError& e) {
+        return control::error_response(e.code(), e.what());
+    } catch (const SystemError& e) {
+        return control::error_response(control::errno_code(e.err()), e.what());
     } catch (const cdsm::Error& e) {
-        return daemon::error_response("EINVAL", e.what());
+        return control::error_response("EINVAL", e.what());
     } catch (const Json::exception& e) {
-        return daemon::error_response("EINVAL", fmt::format("bad request: {}", e.what()));
+        return control::error_response("EINVAL", fmt::format("bad request: {}", e.what()));
     } catch (const std::exception& e) {
-        return daemon::error_response("EIO", e.what());
+        return control::error_response("EIO", e.what());
     }
 }
 
@@ -108,7 +108,7 @@ void ControlServer::dispatch() {
     }
 }
 
-std::string ControlServer::refusal(const daemon::PeerCredentials& peer) const {
+std::string ControlServer::refusal(const control::PeerCredentials& peer) const {
     std::size_t mine = 0, others = 0;
     for (const auto& [fd, c] : connections_) {
         mine += c.peer.uid == peer.uid;
@@ -126,18 +126,18 @@ std::string ControlServer::refusal(const daemon::PeerCredentials& peer) const {
 
 void ControlServer::accept_all() {
     for (;;) {
-        daemon::Fd fd(::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
+        Fd fd(::accept4(listen_.get(), nullptr, nullptr, SOCK_CLOEXEC | SOCK_NONBLOCK));
         if (!fd) return;
         Connection c;
         try {
-            c.peer = daemon::peer_credentials(fd.get());
+            c.peer = control::peer_credentials(fd.get());
         } catch (const std::exception& e) {
             spdlog::warn("control socket: {}", e.what());
             continue;
         }
         if (const std::string why = refusal(c.peer); !why.empty()) {
             // Said once into the new socket's empty buffer, then hung up.
-            const std::string line = daemon::encode_line(daemon::error_response("EBUSY", why));
+            const std::string line = control::encode_line(control::error_response("EBUSY", why));
             (void)!::send(fd.get(), line.data(), line.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
             spdlog::warn("control socket: refused pid {}: {}", c.peer.pid, why);
             continue;
@@ -165,12 +165,12 @@ void ControlServer::answer_one(Connection& c) {
     if (c.broken || c.out.size() > limits_.output_cap) return;
     try {
         if (const auto line = c.in.next_line()) {
-            c.out += daemon::encode_line(answer(handler_, *line, c.peer));
+            c.out += control::encode_line(answer(handler_, *line, c.peer));
             c.active = Clock::now();
         }
-    } catch (const daemon::ProtocolError& e) {
+    } catch (const control::ProtocolError& e) {
         // An overlong request: answer once, then hang up (the rest of it is not read).
-        c.out += daemon::encode_line(daemon::error_response(e.code(), e.what()));
+        c.out += control::encode_line(control::error_response(e.code(), e.what()));
         c.broken = true;
     }
 }
@@ -182,8 +182,8 @@ void ControlServer::read_requests(Connection& c) {
         if (n > 0) {
             try {
                 c.in.append(std::string_view(buf, static_cast<std::size_t>(n)));
-            } catch (const daemon::ProtocolError& e) {
-                c.out += daemon::encode_line(daemon::error_response(e.code(), e.what()));
+            } catch (const control::ProtocolError& e) {
+                c.out += control::encode_line(control::error_response(e.code(), e.what()));
                 c.broken = true;
             }
             continue;

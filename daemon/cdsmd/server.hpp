@@ -7,7 +7,7 @@
 #include <set>
 #include <string>
 
-#include "cdsm/daemon/protocol.hpp"
+#include "cdsm/control.hpp"
 
 namespace cdsm::cdsmd {
 
@@ -34,7 +34,7 @@ class ControlServer {
     /// Returns the response members; throws ProtocolError (its code), SystemError (errno code),
     /// cdsm::Error ("EINVAL") or anything else ("EIO") to answer an error.
     using Handler =
-        std::function<daemon::Json(const daemon::Json&, const daemon::PeerCredentials&)>;
+        std::function<control::Json(const control::Json&, const control::PeerCredentials&)>;
 
     /// Creates the socket's directory (0755) if needed, refuses to start when another server
     /// answers on `path`, removes a stale socket, binds, and makes the socket 0666 (access is
@@ -58,22 +58,22 @@ class ControlServer {
     std::size_t connections() const noexcept { return connections_.size(); }
 
     /// Runs a handler and turns its exception into an error response.
-    static daemon::Json answer(const Handler& handler, const std::string& line,
-                               const daemon::PeerCredentials& peer);
+    static control::Json answer(const Handler& handler, const std::string& line,
+                                const control::PeerCredentials& peer);
 
   private:
     using Clock = std::chrono::steady_clock;
     struct Connection {
-        daemon::Fd fd;
-        daemon::PeerCredentials peer;
-        daemon::LineBuffer in{daemon::kMaxRequestBytes};
+        Fd fd;
+        control::PeerCredentials peer;
+        control::LineBuffer in{control::kMaxRequestBytes};
         std::string out;
         Clock::time_point active;  ///< last request answered or answer byte sent
         bool eof = false;          ///< the peer sent all it will send
         bool broken = false;       ///< an overlong request: answered, then hung up on
     };
     /// Why a new peer may not connect now (empty: it may).
-    std::string refusal(const daemon::PeerCredentials& peer) const;
+    std::string refusal(const control::PeerCredentials& peer) const;
     void accept_all();
     void serve(int fd, std::uint32_t events);
     void read_requests(Connection& c);
@@ -91,8 +91,8 @@ class ControlServer {
     std::string path_;
     Handler handler_;
     ServerLimits limits_;
-    daemon::Fd epoll_;
-    daemon::Fd listen_;
+    Fd epoll_;
+    Fd listen_;
     std::map<int, Connection> connections_;
     std::set<int> backlog_;  ///< connections with requests read and not yet answered
 };

@@ -34,11 +34,11 @@
 #include <thread>
 #include <vector>
 
-#include "cdsm/daemon/protocol.hpp"
+#include "cdsm/control.hpp"
 
 namespace {
 
-using cdsm::daemon::Json;
+using cdsm::control::Json;
 using Clock = std::chrono::steady_clock;
 
 constexpr int kSlowAnswers = 2048;
@@ -115,7 +115,7 @@ bool expected(const std::string& code, unsigned k, bool root) {
         broken = 1;
     } else {
         const unsigned batch = index % 2 ? 16 : 1;
-        cdsm::daemon::LineBuffer in(cdsm::daemon::kMaxResponseBytes);
+        cdsm::control::LineBuffer in(cdsm::control::kMaxResponseBytes);
         std::vector<char> buf(1u << 16);
         for (int sent = 0; sent < requests && !broken;) {
             std::vector<unsigned> kinds;
@@ -140,7 +140,7 @@ bool expected(const std::string& code, unsigned k, bool root) {
                     broken = 1;
                     break;
                 }
-                const Json r = cdsm::daemon::parse_line(*line);
+                const Json r = cdsm::control::parse_line(*line);
                 const std::string code = r.value("ok", false) ? "ok" : r.value("code", "?");
                 ++codes[code];
                 if (!expected(code, k, root)) {
@@ -227,7 +227,7 @@ int main(int argc, char** argv) {
     cli.add_option("--socket", socket,
                    "cdsmd's socket (default: $CDSM_SOCKET, else /run/cdsm/cdsmd.sock)");
     CLI11_PARSE(cli, argc, argv);
-    const std::string path = cdsm::daemon::socket_path(socket);
+    const std::string path = cdsm::control::socket_path(socket);
 
     std::vector<pid_t> background;
     for (int i = 0; i < slow; ++i) {
@@ -257,7 +257,7 @@ int main(int argc, char** argv) {
     std::string list_error;
     std::thread lister([&] {
         try {
-            cdsm::daemon::Client c(path);
+            cdsm::control::Client c(path);
             topology_bytes = c.request({{"cmd", "topology"}}).dump().size();
             while (!done) {
                 const auto t0 = Clock::now();
@@ -270,9 +270,9 @@ int main(int argc, char** argv) {
                                      [&](const Json& a) { return a.at("app_id") == app; })) {
                         ++missing_app;
                     }
-                } catch (const cdsm::daemon::ProtocolError& e) {
+                } catch (const cdsm::control::ProtocolError& e) {
                     if (!list_errors++) list_error = e.code() + ": " + e.what();
-                    c = cdsm::daemon::Client(path);
+                    c = cdsm::control::Client(path);
                 }
                 std::this_thread::sleep_for(std::chrono::milliseconds(20));
             }
@@ -295,7 +295,7 @@ int main(int argc, char** argv) {
     std::map<std::string, long> codes;
     long unexpected = 0, broken = 0, reports = 0;
     std::string first_unexpected;
-    cdsm::daemon::LineBuffer in(1u << 20);
+    cdsm::control::LineBuffer in(1u << 20);
     char buf[4096];
     for (ssize_t n; (n = ::read(pipefd[0], buf, sizeof(buf))) > 0;) {
         in.append(std::string_view(buf, std::size_t(n)));

@@ -56,19 +56,19 @@
 #include <thread>
 #include <vector>
 
-#include "cdsm/daemon/protocol.hpp"
+#include "cdsm/control.hpp"
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
 // Sends `line` as it is (it need not be valid) and prints the answer.
-int request_on(cdsm::daemon::Client& client, const std::string& line) {
+int request_on(cdsm::control::Client& client, const std::string& line) {
     try {
         const auto reply = client.request_line(line);
         std::printf("%s\n", reply.dump().c_str());
         return 0;
-    } catch (const cdsm::daemon::ProtocolError& e) {
+    } catch (const cdsm::control::ProtocolError& e) {
         std::printf("error %s: %s\n", e.code().c_str(), e.what());
         return 1;
     }
@@ -78,9 +78,9 @@ int request(std::string json, const std::string& socket) {
     if (json == "-") json.assign(std::istreambuf_iterator<char>(std::cin), {});
     while (!json.empty() && json.back() == '\n') json.pop_back();
     try {
-        cdsm::daemon::Client client(cdsm::daemon::socket_path(socket));
+        cdsm::control::Client client(cdsm::control::socket_path(socket));
         return request_on(client, json);
-    } catch (const cdsm::daemon::ProtocolError& e) {
+    } catch (const cdsm::control::ProtocolError& e) {
         std::printf("error %s: %s\n", e.code().c_str(), e.what());
         return 1;
     }
@@ -97,7 +97,7 @@ std::string comm_of(pid_t pid) {
 // child that shares the connection sends the request once it has.
 int exec_after_connect(const std::string& json, const std::string& socket,
                        std::vector<std::string> program) {
-    cdsm::daemon::Client client(cdsm::daemon::socket_path(socket));
+    cdsm::control::Client client(cdsm::control::socket_path(socket));
     const pid_t parent = ::getpid();
     const std::string before = comm_of(parent);
     std::fflush(stdout);
@@ -124,16 +124,16 @@ int exec_after_connect(const std::string& json, const std::string& socket,
 }
 
 int connections(int count, double hold, const std::string& socket) {
-    std::vector<std::unique_ptr<cdsm::daemon::Client>> open;
+    std::vector<std::unique_ptr<cdsm::control::Client>> open;
     int ok = 0, refused = 0;
     std::string first;
     for (int i = 0; i < count; ++i) {
-        auto c = std::make_unique<cdsm::daemon::Client>(cdsm::daemon::socket_path(socket));
+        auto c = std::make_unique<cdsm::control::Client>(cdsm::control::socket_path(socket));
         try {
             c->request({{"cmd", "ping"}});
             ++ok;
             open.push_back(std::move(c));
-        } catch (const cdsm::daemon::ProtocolError& e) {
+        } catch (const cdsm::control::ProtocolError& e) {
             if (first.empty()) first = e.code() + ": " + e.what();
             ++refused;
         }
@@ -146,13 +146,13 @@ int connections(int count, double hold, const std::string& socket) {
 }
 
 int idle(double seconds, bool partial, const std::string& socket) {
-    cdsm::daemon::Client client(cdsm::daemon::socket_path(socket));
+    cdsm::control::Client client(cdsm::control::socket_path(socket));
     if (partial) client.send_raw("{\"cmd\":");
     std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
     try {
         client.request_line(partial ? "\"ping\"}" : "{\"cmd\":\"ping\"}");
         std::printf("open\n");
-    } catch (const cdsm::daemon::ProtocolError& e) {
+    } catch (const cdsm::control::ProtocolError& e) {
         std::printf("closed (%s: %s)\n", e.code().c_str(), e.what());
     }
     return 0;

@@ -27,9 +27,10 @@ std::uint32_t package(std::uint32_t cpu) {
 }  // synthetic: OS = logical order
 
 TEST(Submatrix, PicksRowsAndColumnsOfTheTasksToPlace) {
-    daemon::KernelMatrix k;
-    k.dim = 3;
-    k.cells = {0, 5, 7, 5, 0, 9, 7, 9, 0};
+    CommMatrix k(3);
+    k.set(0, 1, 5);
+    k.set(0, 2, 7);
+    k.set(1, 2, 9);
     const CommMatrix m = submatrix(k, {2, 0, 4});
     ASSERT_EQ(m.size(), 3u);
     EXPECT_EQ(m.at(0, 1), 7u);

@@ -167,7 +167,7 @@ TEST(Credentials, UnprivilegedPeersSeeTheirOwnAndControlNothing) {
 
 TEST(Credentials, RightsComeFromTheConnectCredentialsAlone) {
     // pid, uid, gid, supplementary groups as SO_PEERCRED/SO_PEERGROUPS report them.
-    const daemon::PeerCredentials root{1, 0, 0, {}}, alice{2, 1000, 1000, {100, 27}},
+    const control::PeerCredentials root{1, 0, 0, {}}, alice{2, 1000, 1000, {100, 27}},
         admin{3, 1001, 1001, {100, 990}}, primary{4, 1002, 990, {}};
     EXPECT_TRUE(peer_rights(root, std::nullopt).privileged);
     EXPECT_TRUE(peer_rights(root, 990).privileged);
@@ -179,7 +179,7 @@ TEST(Credentials, RightsComeFromTheConnectCredentialsAlone) {
     EXPECT_EQ(peer_rights(alice, 990).uid, 1000u);
     EXPECT_EQ(peer_rights(alice, 990).pid, 2);
     // The peer's own process counts for nothing (this process may have any capabilities).
-    const daemon::PeerCredentials me{::getpid(), 4242, 4242, {}};
+    const control::PeerCredentials me{::getpid(), 4242, 4242, {}};
     EXPECT_FALSE(peer_rights(me, std::nullopt).privileged);
 }
 

@@ -10,12 +10,12 @@
 namespace cdsm::cdsmd {
 namespace {
 
-using daemon::Json;
-using daemon::ProtocolError;
+using control::Json;
+using control::ProtocolError;
 
 std::string code_of(const std::string& line) {
     try {
-        validate_request(daemon::parse_line(line));
+        validate_request(control::parse_line(line));
     } catch (const ProtocolError& e) {
         return e.code() + ": " + e.what();
     }
@@ -27,7 +27,7 @@ TEST(Request, ADeepRequestIsRefusedBeforeAnythingWalksIt) {
     const std::size_t deep = 300000;
     const std::string line =
         R"({"cmd":"show","app":)" + std::string(deep, '[') + std::string(deep, ']') + "}";
-    ASSERT_LT(line.size(), daemon::kMaxRequestBytes);
+    ASSERT_LT(line.size(), control::kMaxRequestBytes);
     EXPECT_EQ(code_of(line), "EPROTO: message nested more than 16 levels deep");
     // 16 levels are allowed, 17 are not.
     EXPECT_EQ(code_of(R"({"cmd":"ping","x":)" + std::string(15, '[') + std::string(15, ']') + "}"),
@@ -79,16 +79,10 @@ TEST(Request, EveryFieldReadHasItsType) {
               R"(EINVAL: 'matrix': "sparse" must be true or false)");
 }
 
-daemon::KernelMatrix matrix(std::uint32_t dim) {
-    daemon::KernelMatrix m;
-    m.dim = dim;
-    m.cells.assign(std::size_t(dim) * dim, 0);
-    return m;
-}
-
 TEST(MatrixAnswer, DenseRowsOrSparseCellsAboveTheDiagonal) {
-    auto m = matrix(3);
-    m.cells = {0, 5, 0, 5, 0, 7, 0, 7, 0};
+    CommMatrix m(3);
+    m.set(0, 1, 5);
+    m.set(1, 2, 7);
     EXPECT_EQ(matrix_cells(m, false, 1), (Json{{"cells", {{0, 5, 0}, {5, 0, 7}, {0, 7, 0}}}}));
     EXPECT_EQ(matrix_cells(m, true, 1), (Json{{"entries", {{0, 1, 5}, {1, 2, 7}}}}));
 }
@@ -97,7 +91,7 @@ TEST(MatrixAnswer, IsBounded) {
     // 1024 tasks are sent dense; 1025 are not (a matrix of 4096 tasks was ~200 MB of JSON).
     EXPECT_NO_THROW(check_matrix_cells(1024u * 1024u, false, 3));
     try {
-        matrix_cells(matrix(1025), false, 3);
+        matrix_cells(CommMatrix(1025), false, 3);
         FAIL() << "a dense matrix of 1025 tasks was sent";
     } catch (const ProtocolError& e) {
         EXPECT_EQ(e.code(), "E2BIG");
@@ -106,8 +100,8 @@ TEST(MatrixAnswer, IsBounded) {
                   "answer carries; ask for its non-zero cells (\"sparse\":true)");
     }
     // Sparse: what counts is the non-zero cells.
-    auto m = matrix(1025);
-    m.cells[1] = m.cells[1025] = 9;
+    CommMatrix m(1025);
+    m.set(0, 1, 9);
     EXPECT_EQ(matrix_cells(m, true, 3), (Json{{"entries", {{0, 1, 9}}}}));
     EXPECT_THROW(check_matrix_cells(kMaxMatrixCells + 1, true, 3), ProtocolError);
 }

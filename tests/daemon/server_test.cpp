@@ -17,9 +17,9 @@
 namespace cdsm::cdsmd {
 namespace {
 
-using daemon::Client;
-using daemon::Json;
-using daemon::ProtocolError;
+using control::Client;
+using control::Json;
+using control::ProtocolError;
 
 std::string temp_socket(const char* name) {
     return (std::filesystem::temp_directory_path() /
@@ -31,11 +31,11 @@ std::atomic<int> big_answers{0};
 std::mutex order_mutex;
 std::vector<std::string> order;  // the "slow" and "after" requests, as answered
 
-Json handler(const Json& r, const daemon::PeerCredentials& peer) {
+Json handler(const Json& r, const control::PeerCredentials& peer) {
     const std::string cmd = r.value("cmd", "");
     if (cmd == "whoami") return {{"uid", peer.uid}, {"pid", peer.pid}};
     if (cmd == "denied") throw ProtocolError("EPERM", "'track' needs root");
-    if (cmd == "kernel") throw daemon::SystemError(ENOENT, "CDSM_IOC_AGE (application 9)");
+    if (cmd == "kernel") throw SystemError(ENOENT, "CDSM_IOC_AGE (application 9)");
     if (cmd == "libcdsm") throw cdsm::Error("matrix.csv", "row 2 is short");
     if (cmd == "slow" || cmd == "after") {
         if (cmd == "slow") std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -74,8 +74,8 @@ class Running {
     std::thread thread_;
 };
 
-daemon::Fd connect_raw(const std::string& path) {
-    daemon::Fd fd(::socket(AF_UNIX, SOCK_STREAM, 0));
+Fd connect_raw(const std::string& path) {
+    Fd fd(::socket(AF_UNIX, SOCK_STREAM, 0));
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
     std::strcpy(addr.sun_path, path.c_str());
@@ -113,7 +113,7 @@ TEST(ControlServer, AnswersWithThePeersCredentialsAndErrorCodes) {
 TEST(ControlServer, MalformedRequestsGetAnErrorAndTheConnectionSurvives) {
     const std::string path = temp_socket("b.sock");
     Running running(path);
-    const daemon::Fd fd = connect_raw(path);
+    const Fd fd = connect_raw(path);
     const std::string req = "not json\n[1]\n{\"cmd\":\"x\"}\n";
     ASSERT_EQ(::write(fd.get(), req.data(), req.size()), ssize_t(req.size()));
     std::string got;
@@ -134,7 +134,7 @@ TEST(ControlServer, AnOverlongRequestIsRefused) {
     Running running(path);
     Client c(path);
     try {
-        c.request({{"cmd", std::string(daemon::kMaxRequestBytes + 10, 'y')}});
+        c.request({{"cmd", std::string(control::kMaxRequestBytes + 10, 'y')}});
         FAIL() << "accepted";
     } catch (const ProtocolError& e) {
         EXPECT_EQ(e.code(), "EPROTO");
@@ -145,10 +145,10 @@ TEST(ControlServer, ReplacesAStaleSocketButNotALiveServer) {
     const std::string path = temp_socket("d.sock");
     {
         Running first(path);
-        EXPECT_THROW(ControlServer(path, handler), daemon::SystemError);
+        EXPECT_THROW(ControlServer(path, handler), SystemError);
     }
     // A socket file left by a killed daemon: nobody answers, so it is replaced.
-    daemon::Fd stale(::socket(AF_UNIX, SOCK_STREAM, 0));
+    Fd stale(::socket(AF_UNIX, SOCK_STREAM, 0));
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
     std::strcpy(addr.sun_path, path.c_str());
@@ -165,7 +165,7 @@ TEST(ControlServer, AClientThatDoesNotReadIsNotReadEither) {
     // beyond the cap, and the rest are answered as the client reads.
     const std::string path = temp_socket("e.sock");
     Running running(path);
-    const daemon::Fd fd = connect_raw(path);
+    const Fd fd = connect_raw(path);
     big_answers = 0;
     std::string pipelined;
     for (int i = 0; i < 20; ++i) pipelined += "{\"cmd\":\"big\"}\n";
@@ -189,7 +189,7 @@ TEST(ControlServer, PipelinedRequestsWaitTheirTurnBehindOtherClients) {
     // them (one request per connection and turn), not after all 20.
     const std::string path = temp_socket("h.sock");
     Running running(path);
-    const daemon::Fd fd = connect_raw(path);
+    const Fd fd = connect_raw(path);
     Client other(path);
     order.clear();
     std::string pipelined;

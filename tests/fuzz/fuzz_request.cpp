@@ -30,7 +30,7 @@
 
 namespace cdsm::cdsmd {
 
-using daemon::Json;
+using control::Json;
 
 struct DaemonFuzzAccess {
     static Daemon& instance() {
@@ -67,7 +67,7 @@ struct DaemonFuzzAccess {
     }
     // "set" changes the configuration before its ioctl: every input starts from the same one.
     static void reset() { instance().config_ = initial(); }
-    static Json handle(const Json& request, const daemon::PeerCredentials& creds) {
+    static Json handle(const Json& request, const control::PeerCredentials& creds) {
         return instance().handle(request, creds);
     }
     static uid_t owner(std::uint32_t app_id) { return instance().apps_.at(app_id).info.uid; }
@@ -79,13 +79,13 @@ namespace {
 
 using cdsm::cdsmd::ControlServer;
 using cdsm::cdsmd::DaemonFuzzAccess;
-namespace daemon = cdsm::daemon;
+namespace control = cdsm::control;
 
 // An unprivileged peer's "ok": never for a command that changes something, and only with its
 // own applications.
-void check_unprivileged(const std::string& line, const daemon::Json& reply, uid_t uid) {
+void check_unprivileged(const std::string& line, const control::Json& reply, uid_t uid) {
     if (!reply.at("ok").get<bool>()) return;
-    const daemon::Json request = daemon::parse_line(line);  // parsed and valid: it was answered
+    const control::Json request = control::parse_line(line);  // parsed and valid: it was answered
     const auto dry_run = request.find("dry_run");
     if (cdsm::cdsmd::is_control_request(request.at("cmd").get<std::string>(),
                                         dry_run != request.end() && dry_run->get<bool>())) {
@@ -94,29 +94,29 @@ void check_unprivileged(const std::string& line, const daemon::Json& reply, uid_
     if (reply.contains("uid") && reply["uid"] != uid) __builtin_trap();
     if (reply.contains("app_id") && DaemonFuzzAccess::owner(reply["app_id"]) != uid)
         __builtin_trap();
-    for (const auto& app : reply.value("apps", daemon::Json::array())) {
+    for (const auto& app : reply.value("apps", control::Json::array())) {
         if (app.at("uid") != uid) __builtin_trap();
     }
 }
 
 void answer(const std::string& line) {
     const pid_t pid = ::getpid();
-    const daemon::PeerCredentials root{pid, 0, 0, {}}, admin{pid, 2000, 2000, {100, 4242}},
+    const control::PeerCredentials root{pid, 0, 0, {}}, admin{pid, 2000, 2000, {100, 4242}},
         user{pid, 1000, 1000, {100}};
     for (const auto* peer : {&root, &admin, &user}) {
         DaemonFuzzAccess::reset();
-        const daemon::Json reply = ControlServer::answer(DaemonFuzzAccess::handle, line, *peer);
+        const control::Json reply = ControlServer::answer(DaemonFuzzAccess::handle, line, *peer);
         if (!reply.is_object() || !reply.contains("ok") || !reply["ok"].is_boolean())
             __builtin_trap();
         if (peer == &user) check_unprivileged(line, reply, user.uid);
-        (void)daemon::encode_line(reply);
+        (void)control::encode_line(reply);
     }
 }
 
 // Feeds the bytes to a LineBuffer in reads of 1, 2, 4, ... 4096 bytes, answering every line, as
 // the server does; stops at the first framing error, after which the server hangs up.
 void frame(std::string_view bytes, std::size_t max_bytes, bool answer_lines) {
-    daemon::LineBuffer in(max_bytes);
+    control::LineBuffer in(max_bytes);
     try {
         for (std::size_t read = 1; !bytes.empty(); read = read < 4096 ? read * 2 : 1) {
             const std::size_t n = std::min(read, bytes.size());
@@ -127,7 +127,7 @@ void frame(std::string_view bytes, std::size_t max_bytes, bool answer_lines) {
                 if (answer_lines) answer(*line);
             }
         }
-    } catch (const daemon::ProtocolError& e) {
+    } catch (const control::ProtocolError& e) {
         if (e.code() != "EPROTO") __builtin_trap();
     }
 }
@@ -136,7 +136,7 @@ void frame(std::string_view bytes, std::size_t max_bytes, bool answer_lines) {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const std::string_view bytes(reinterpret_cast<const char*>(data), size);
-    frame(bytes, daemon::kMaxRequestBytes, true);
+    frame(bytes, control::kMaxRequestBytes, true);
     frame(bytes, 64, false);  // the same framing with a limit that inputs reach
     return 0;
 }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-#include "cdsm/daemon/protocol.hpp"
+#include "cdsm/control.hpp"
 
 #include <fmt/format.h>
 #include <sys/socket.h>
@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
-namespace cdsm::daemon {
+namespace cdsm::control {
 
 std::string socket_path(std::string_view option) {
     if (!option.empty()) return std::string(option);
@@ -187,4 +187,4 @@ Json Client::request_line(std::string_view line) {
     }
 }
 
-}  // namespace cdsm::daemon
+}  // namespace cdsm::control

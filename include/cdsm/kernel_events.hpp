@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-namespace cdsm::daemon {
+namespace cdsm::kernel {
 
-/// One message of the module's netlink event group.
+/// One message of the module's netlink event group (include/uapi/linux/cdsm.h).
 struct Event {
     enum class Kind : std::uint32_t {
         kAppStarted = 1,  // CDSM_EVENT_APP_STARTED
@@ -56,4 +56,4 @@ class EventListener {
     std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace cdsm::daemon
+}  // namespace cdsm::kernel

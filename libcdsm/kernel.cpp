@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
-#include "cdsm/daemon/device.hpp"
+#include "cdsm/kernel.hpp"
 
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/ioctl.h>
 
-namespace cdsm::daemon {
+namespace cdsm::kernel {
 
 namespace {
 
@@ -83,20 +83,23 @@ std::vector<cdsm_task_info> Device::tasks(std::uint32_t app_id) const {
     }
 }
 
-KernelMatrix Device::matrix(std::uint32_t app_id) const {
-    KernelMatrix m;
+MatrixSnapshot Device::matrix(std::uint32_t app_id) const {
+    std::vector<std::uint32_t> cells;
     std::uint32_t capacity = 64;
     for (;;) {
-        m.cells.assign(std::size_t(capacity) * capacity, 0);
+        cells.assign(std::size_t(capacity) * capacity, 0);
         auto a = sized<cdsm_get_matrix>();
         a.app_id = app_id;
         a.capacity = capacity;
-        a.cells_ptr = user_ptr(m.cells.data());
+        a.cells_ptr = user_ptr(cells.data());
         if (::ioctl(fd_.get(), CDSM_IOC_GET_MATRIX, &a) == 0) {
-            m.dim = a.dim;
-            m.events = a.events;
-            m.snapshot_ns = a.snapshot_ns;
-            m.cells.resize(std::size_t(m.dim) * m.dim);
+            // The module's matrix is symmetric: its upper triangle says it all.
+            MatrixSnapshot m{CommMatrix(a.dim), a.events, a.snapshot_ns};
+            for (std::size_t i = 0; i < a.dim; ++i) {
+                for (std::size_t j = i + 1; j < a.dim; ++j) {
+                    if (const std::uint32_t v = cells[i * a.dim + j]) m.matrix.set(i, j, v);
+                }
+            }
             return m;
         }
         if (errno != ENOSPC || a.dim <= capacity) {
@@ -173,4 +176,4 @@ std::string_view track_kind_name(std::uint32_t kind) noexcept {
     }
 }
 
-}  // namespace cdsm::daemon
+}  // namespace cdsm::kernel

@@ -9,28 +9,30 @@
 #include <string_view>
 #include <vector>
 
-#include "cdsm/daemon/fd.hpp"
+#include "cdsm/comm_matrix.hpp"
+#include "cdsm/error.hpp"
+#include "cdsm/fd.hpp"
 
-namespace cdsm::daemon {
+/// The client of the kernel module cdsm.ko: its character device (this header) and its netlink
+/// events (kernel_events.hpp). The ABI is include/uapi/linux/cdsm.h, installed as
+/// <linux/cdsm.h> under cdsm/uapi/.
+namespace cdsm::kernel {
 
 /// Default path of the module's character device.
 inline constexpr std::string_view kDevicePath = "/dev/cdsm";
 
-/// A snapshot of one application's communication matrix (CDSM_IOC_GET_MATRIX).
-struct KernelMatrix {
-    std::uint32_t dim = 0;
-    std::vector<std::uint32_t> cells;  ///< dim * dim, row-major, symmetric, zero diagonal
-    std::uint64_t events = 0;          ///< communication events counted, before aging
-    std::uint64_t snapshot_ns = 0;     ///< CLOCK_BOOTTIME
-
-    std::uint32_t at(std::uint32_t i, std::uint32_t j) const {
-        return cells[std::size_t(i) * dim + j];
-    }
+/// One application's communication matrix as the module had it at snapshot_ns
+/// (CDSM_IOC_GET_MATRIX). Rows and columns are the module's task indices
+/// (cdsm_task_info::index), including tasks that have exited.
+struct MatrixSnapshot {
+    CommMatrix matrix;
+    std::uint64_t events = 0;       ///< communication events counted, before aging
+    std::uint64_t snapshot_ns = 0;  ///< CLOCK_BOOTTIME
 };
 
-/// The module's ioctl interface (include/uapi/linux/cdsm.h), one method per ioctl. Every
-/// failure throws SystemError naming the ioctl and its argument, e.g.
-/// "CDSM_IOC_AGE (application 7): Operation not permitted"; errno is in code().
+/// The module's ioctl interface, one method per ioctl. Every failure throws SystemError naming
+/// the ioctl and its argument, e.g. "CDSM_IOC_AGE (application 7): Operation not permitted";
+/// errno is in code().
 class Device {
   public:
     /// Opens the device read-write. Throws SystemError; ENOENT says "is cdsm.ko loaded?".
@@ -41,7 +43,7 @@ class Device {
 
     std::vector<cdsm_app_info> list_apps() const;
     std::vector<cdsm_task_info> tasks(std::uint32_t app_id) const;
-    KernelMatrix matrix(std::uint32_t app_id) const;
+    MatrixSnapshot matrix(std::uint32_t app_id) const;
 
     void age(std::uint32_t app_id) const;
     void reset(std::uint32_t app_id) const;
@@ -68,4 +70,4 @@ class Device {
 /// "pid", "cgroup", "auto" or "unknown" for an enum cdsm_track_kind value.
 std::string_view track_kind_name(std::uint32_t kind) noexcept;
 
-}  // namespace cdsm::daemon
+}  // namespace cdsm::kernel

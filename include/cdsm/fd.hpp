@@ -1,26 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 #pragma once
 
-#include <cerrno>
-#include <string>
-#include <system_error>
 #include <utility>
 
-namespace cdsm::daemon {
-
-/// A system call that failed: the message names the call (and its object) and the errno text,
-/// e.g. "CDSM_IOC_GET_MATRIX (application 3): No such file or directory". code() holds the errno.
-class SystemError : public std::system_error {
-  public:
-    SystemError(int err, const std::string& call)
-        : std::system_error(err, std::generic_category(), call) {}
-    int err() const noexcept { return code().value(); }
-};
-
-/// Throws SystemError(errno, call).
-[[noreturn]] inline void throw_errno(const std::string& call) {
-    throw SystemError(errno, call);
-}
+namespace cdsm {
 
 /// An owned file descriptor, closed on destruction.
 class Fd {
@@ -45,4 +28,4 @@ class Fd {
     int fd_ = -1;
 };
 
-}  // namespace cdsm::daemon
+}  // namespace cdsm

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 // The control protocol's framing and the client, against a real Unix socket.
-#include "cdsm/daemon/protocol.hpp"
+#include "cdsm/control.hpp"
 
 #include <gtest/gtest.h>
 #include <sys/socket.h>
@@ -12,7 +12,7 @@
 #include <filesystem>
 #include <thread>
 
-namespace cdsm::daemon {
+namespace cdsm::control {
 namespace {
 
 TEST(LineBuffer, SplitsLinesAcrossChunks) {
@@ -164,4 +164,4 @@ TEST(Client, NoDaemonIsOneClearError) {
 }
 
 }  // namespace
-}  // namespace cdsm::daemon
+}  // namespace cdsm::control

@@ -11,11 +11,12 @@
 #include <string_view>
 #include <vector>
 
-#include "cdsm/daemon/fd.hpp"
+#include "cdsm/error.hpp"
+#include "cdsm/fd.hpp"
 
 /// The control protocol between cdsmd and its clients (daemon/PROTOCOL.md): one JSON object per
 /// `\n`-terminated line over a Unix stream socket, request then response.
-namespace cdsm::daemon {
+namespace cdsm::control {
 
 using Json = nlohmann::json;
 
@@ -113,4 +114,4 @@ class Client {
     LineBuffer buffer_{kMaxResponseBytes};
 };
 
-}  // namespace cdsm::daemon
+}  // namespace cdsm::control

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0
-#include "cdsm/daemon/events.hpp"
+#include "cdsm/kernel_events.hpp"
 
 #include <fmt/format.h>
 #include <linux/cdsm.h>
@@ -9,14 +9,14 @@
 #include <netlink/netlink.h>
 #include <netlink/socket.h>
 
-#include "cdsm/daemon/fd.hpp"
+#include "cdsm/error.hpp"
 
-namespace cdsm::daemon {
+namespace cdsm::kernel {
 
 namespace {
 
 [[noreturn]] void throw_nl(int nl_err, const std::string& step) {
-    throw SystemError(EIO, fmt::format("netlink {}: {}", step, nl_geterror(nl_err)));
+    throw SystemError(EIO, fmt::format("netlink: {}: {}", step, nl_geterror(nl_err)));
 }
 
 struct SockDeleter {
@@ -79,7 +79,7 @@ EventListener::EventListener() : impl_(std::make_unique<Impl>()) {
         throw_nl(err, "nl_socket_modify_cb");
     }
     if (int err = nl_socket_add_membership(s, group); err < 0) {
-        throw_nl(err, "joining the events group");
+        throw_nl(err, "cannot join the events group");
     }
     if (int err = nl_socket_set_nonblocking(s); err < 0) throw_nl(err, "nl_socket_set_nonblocking");
     // A larger buffer makes overruns rarer during bursts (a 64-thread program starting).
@@ -109,4 +109,4 @@ EventListener::Batch EventListener::receive() {
     return batch;
 }
 
-}  // namespace cdsm::daemon
+}  // namespace cdsm::kernel
