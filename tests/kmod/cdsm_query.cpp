@@ -30,11 +30,14 @@
 //   cdsm-query registry                        check /sys/kernel/debug/cdsm/registry
 //   cdsm-query opener                          rights are the opener's (see cmd_opener)
 //
+// It reads the module through libcdsm's client (cdsm/kernel.hpp, cdsm/kernel_events.hpp), as
+// cdsmd and cdsmctl do, except "misuse" and "opener": they make malformed calls (bad sizes and
+// pointers, unknown commands) and use a descriptor received over SCM_RIGHTS from a process that
+// changed its credentials after opening, so they call ioctl() themselves.
+//
 // Exit status: 0 ok, 1 check failed or error, 2 usage.
 #include <fcntl.h>
 #include <linux/cdsm.h>
-#include <netlink/genl/ctrl.h>
-#include <netlink/genl/genl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -48,6 +51,9 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cdsm/kernel.hpp>
+#include <cdsm/kernel_events.hpp>
 #include <cerrno>
 #include <chrono>
 #include <cstdint>
@@ -67,10 +73,13 @@
 
 namespace {
 
+using cdsm::kernel::Device;
+
 struct Failure : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+// The raw device, for the calls that Device would refuse to make ("misuse", "opener").
 int open_dev() {
     int fd = open("/dev/" CDSM_DEVICE_NAME, O_RDWR | O_CLOEXEC);
     if (fd < 0) throw Failure(std::string("open /dev/cdsm: ") + strerror(errno));
@@ -84,58 +93,11 @@ T sized() {
     return t;
 }
 
-void xioctl(int fd, unsigned long cmd, void* arg, const char* what) {
-    if (ioctl(fd, cmd, arg) < 0) throw Failure(std::string(what) + ": " + strerror(errno));
-}
-
 uint32_t parse_u32(const std::string& s) {
     size_t end = 0;
     unsigned long v = std::stoul(s, &end, 0);
     if (end != s.size() || v > UINT32_MAX) throw std::invalid_argument("not a number: " + s);
     return static_cast<uint32_t>(v);
-}
-
-std::vector<cdsm_task_info> get_tasks(int fd, uint32_t app) {
-    std::vector<cdsm_task_info> tasks(64);
-    for (;;) {
-        auto a = sized<cdsm_get_tasks>();
-        a.app_id = app;
-        a.capacity = static_cast<uint32_t>(tasks.size());
-        a.tasks_ptr = reinterpret_cast<uintptr_t>(tasks.data());
-        xioctl(fd, CDSM_IOC_GET_TASKS, &a, "CDSM_IOC_GET_TASKS");
-        if (a.count <= tasks.size()) {
-            tasks.resize(a.count);
-            return tasks;
-        }
-        tasks.resize(a.count);
-    }
-}
-
-struct Matrix {
-    uint32_t dim = 0;
-    std::vector<uint32_t> cells;
-    uint64_t events = 0;
-    uint32_t at(uint32_t i, uint32_t j) const { return cells[size_t(i) * dim + j]; }
-};
-
-Matrix get_matrix(int fd, uint32_t app) {
-    Matrix m;
-    uint32_t capacity = 64;
-    for (;;) {
-        m.cells.assign(size_t(capacity) * capacity, 0);
-        auto a = sized<cdsm_get_matrix>();
-        a.app_id = app;
-        a.capacity = capacity;
-        a.cells_ptr = reinterpret_cast<uintptr_t>(m.cells.data());
-        if (ioctl(fd, CDSM_IOC_GET_MATRIX, &a) == 0) {
-            m.dim = a.dim;
-            m.events = a.events;
-            m.cells.resize(size_t(m.dim) * m.dim);
-            return m;
-        }
-        if (errno != ENOSPC) throw Failure(std::string("CDSM_IOC_GET_MATRIX: ") + strerror(errno));
-        capacity = a.dim;
-    }
 }
 
 // Truth file: one line per task, "TID PARTNER_TID...".
@@ -156,40 +118,43 @@ std::map<pid_t, std::set<pid_t>> read_truth(const std::string& file) {
 }
 
 // The truth tasks' part of matrix `m` (rows and columns: tid), to see where the events went.
-void print_truth_matrix(const Matrix& m, const std::vector<cdsm_task_info>& tasks,
+void print_truth_matrix(const cdsm::CommMatrix& m, const std::vector<cdsm_task_info>& tasks,
                         const std::map<pid_t, uint32_t>& index,
                         const std::map<pid_t, std::set<pid_t>>& truth) {
     std::vector<uint32_t> rows;
     for (const auto& entry : truth) {
         auto it = index.find(entry.first);
-        if (it != index.end() && it->second < m.dim) rows.push_back(it->second);
+        if (it != index.end() && it->second < m.size()) rows.push_back(it->second);
     }
     printf("  matrix of the truth's tasks (rows and columns: tid):\n  %7s", "");
     for (uint32_t j : rows) printf(" %7d", tasks[j].tid);
     printf("\n");
     for (uint32_t i : rows) {
         printf("  %7d", tasks[i].tid);
-        for (uint32_t j : rows) printf(" %7u", m.at(i, j));
+        for (uint32_t j : rows) printf(" %7llu", (unsigned long long)m.at(i, j));
         printf("\n");
     }
 }
 
 // Share of truth tasks whose largest partner is a true partner; prints the misses.
-double check_once(int fd, uint32_t app, const std::map<pid_t, std::set<pid_t>>& truth,
+double check_once(const Device& dev, uint32_t app, const std::map<pid_t, std::set<pid_t>>& truth,
                   bool among_truth, bool verbose, bool dump = false) {
-    auto tasks = get_tasks(fd, app);
-    Matrix m = get_matrix(fd, app);
+    auto tasks = dev.tasks(app);
+    const auto snapshot = dev.matrix(app);
+    const cdsm::CommMatrix& m = snapshot.matrix;
+    const auto dim = static_cast<uint32_t>(m.size());
     std::map<pid_t, uint32_t> index;
     for (const auto& t : tasks) index.emplace(t.tid, t.index);
     size_t good = 0;
     for (const auto& [tid, partners] : truth) {
         auto it = index.find(tid);
-        if (it == index.end() || it->second >= m.dim) {
+        if (it == index.end() || it->second >= dim) {
             if (verbose) printf("  task %d: not in the application\n", tid);
             continue;
         }
-        uint32_t row = it->second, best = 0, best_j = UINT32_MAX;
-        for (uint32_t j = 0; j < m.dim; j++)
+        uint32_t row = it->second, best_j = UINT32_MAX;
+        cdsm::CommMatrix::Value best = 0;
+        for (uint32_t j = 0; j < dim; j++)
             if (j != row && m.at(row, j) > best &&
                 (!among_truth || (j < tasks.size() && truth.count(tasks[j].tid))))
                 best = m.at(row, j), best_j = j;
@@ -197,13 +162,13 @@ double check_once(int fd, uint32_t app, const std::map<pid_t, std::set<pid_t>>& 
             best_j != UINT32_MAX && best_j < tasks.size() && partners.count(tasks[best_j].tid);
         good += ok;
         if (verbose && !ok)
-            printf("  task %d (row %u): largest partner %d with %u events, truth says %d\n", tid,
-                   row, best_j == UINT32_MAX ? -1 : tasks[best_j].tid, best,
+            printf("  task %d (row %u): largest partner %d with %llu events, truth says %d\n", tid,
+                   row, best_j == UINT32_MAX ? -1 : tasks[best_j].tid, (unsigned long long)best,
                    partners.empty() ? -1 : *partners.begin());
     }
     if (verbose)
         printf("check: %zu of %zu tasks found their partner, %llu events, %zu tasks\n", good,
-               truth.size(), (unsigned long long)m.events, tasks.size());
+               truth.size(), (unsigned long long)snapshot.events, tasks.size());
     if (dump || (verbose && good < truth.size())) print_truth_matrix(m, tasks, index, truth);
     return double(good) / double(truth.size());
 }
@@ -238,23 +203,19 @@ uint32_t app_arg(const std::string& arg) {
     }
 }
 
-int cmd_check(int fd, const std::string& app_spec, const std::string& file, double min,
+int cmd_check(const Device& dev, const std::string& app_spec, const std::string& file, double min,
               double within, bool among_truth, unsigned age_times) {
     uint32_t app = app_arg(app_spec);
     auto written = wait_truth(file);
     auto truth = read_truth(file);
-    for (unsigned i = 0; i < age_times; i++) {
-        auto a = sized<cdsm_app_op>();
-        a.app_id = app;
-        xioctl(fd, CDSM_IOC_AGE, &a, "CDSM_IOC_AGE");
-    }
+    for (unsigned i = 0; i < age_times; i++) dev.age(app);
     for (bool first = true;; first = false) {
         double age =
             std::chrono::duration<double>(std::chrono::system_clock::now() - written).count();
         if (first) printf("check: first look %.2f s after the truth file was written\n", age);
-        double share = check_once(fd, app, truth, among_truth, false, first);
+        double share = check_once(dev, app, truth, among_truth, false, first);
         if (share >= min || age >= within) {
-            check_once(fd, app, truth, among_truth, true);
+            check_once(dev, app, truth, among_truth, true);
             printf("check: %.1f %% >= %.1f %%? %s %.2f s after the truth file was written\n",
                    share * 100, min * 100, share >= min ? "yes" : "NO", age);
             return share >= min ? 0 : 1;
@@ -263,18 +224,18 @@ int cmd_check(int fd, const std::string& app_spec, const std::string& file, doub
     }
 }
 
-uint32_t track(int fd, uint32_t kind, pid_t pid, const std::string& path) {
+// CDSM_IOC_TRACK of a process tree on a raw descriptor ("misuse", "opener").
+uint32_t track_raw(int fd, pid_t pid) {
     auto a = sized<cdsm_track>();
-    a.kind = kind;
+    a.kind = CDSM_TRACK_PID;
     a.pid = pid;
-    a.path_len = static_cast<uint32_t>(path.size());
-    a.path_ptr = reinterpret_cast<uintptr_t>(path.data());
-    xioctl(fd, CDSM_IOC_TRACK, &a, "CDSM_IOC_TRACK");
+    if (ioctl(fd, CDSM_IOC_TRACK, &a) < 0)
+        throw Failure(std::string("CDSM_IOC_TRACK: ") + strerror(errno));
     return a.app_id;
 }
 
 // Forks; the child waits until the parent tracked it, then runs the command.
-int cmd_exec(int fd, const std::string& app_file, char** argv) {
+int cmd_exec(const Device& dev, const std::string& app_file, char** argv) {
     int go[2];
     if (pipe2(go, O_CLOEXEC)) throw Failure("pipe");
     pid_t pid = fork();
@@ -290,7 +251,7 @@ int cmd_exec(int fd, const std::string& app_file, char** argv) {
         _exit(127);
     }
     close(go[0]);
-    uint32_t app = track(fd, CDSM_TRACK_PID, pid, "");
+    uint32_t app = dev.track_pid(pid);
     if (!app_file.empty()) {
         std::ofstream(app_file) << app << "\n";
     }
@@ -302,9 +263,8 @@ int cmd_exec(int fd, const std::string& app_file, char** argv) {
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-void print_counters(int fd) {
-    auto c = sized<cdsm_counters>();
-    xioctl(fd, CDSM_IOC_GET_COUNTERS, &c, "CDSM_IOC_GET_COUNTERS");
+void print_counters(const Device& dev) {
+    const cdsm_counters c = dev.counters();
     printf(
         "status %u numa_normal %d rearm_available %d\nfaults %llu\ntracked_faults %llu\n"
         "comm_events %llu\nrearm_armed %llu\nrearm_taken %llu\ndropped %llu\nevictions %llu\n"
@@ -326,17 +286,15 @@ void print_counters(int fd) {
     X(hash_entries_log2) \
     X(rearm_rate_bp) X(rearm_period_ms) X(max_tasks) X(auto_threads) X(retention_s) X(age_period_ms)
 
-void print_params(int fd) {
-    auto p = sized<cdsm_params>();
-    xioctl(fd, CDSM_IOC_GET_PARAMS, &p, "CDSM_IOC_GET_PARAMS");
+void print_params(const Device& dev) {
+    const cdsm_params p = dev.params();
 #define PRINT(f) printf(#f " %u\n", p.f);
     PARAMS(PRINT)
 #undef PRINT
 }
 
-void set_params(int fd, const std::vector<std::string>& assignments) {
-    auto p = sized<cdsm_params>();
-    xioctl(fd, CDSM_IOC_GET_PARAMS, &p, "CDSM_IOC_GET_PARAMS");
+void set_params(const Device& dev, const std::vector<std::string>& assignments) {
+    cdsm_params p = dev.params();
     for (const auto& a : assignments) {
         auto eq = a.find('=');
         if (eq == std::string::npos) throw std::invalid_argument("expected NAME=VALUE, got " + a);
@@ -352,7 +310,7 @@ void set_params(int fd, const std::vector<std::string>& assignments) {
 #undef SET
         if (!known) throw std::invalid_argument("unknown parameter " + name);
     }
-    xioctl(fd, CDSM_IOC_SET_PARAMS, &p, "CDSM_IOC_SET_PARAMS");
+    dev.set_params(p);
 }
 
 // --- misuse: every bad call must fail with the documented error -----------------------------
@@ -439,7 +397,7 @@ int cmd_misuse(bool unprivileged) {
         l.apps_ptr = reinterpret_cast<uintptr_t>(bad);
         // Only fails when there is something to copy: the test tracks itself first (root).
         if (!unprivileged) {
-            uint32_t app = track(fd, CDSM_TRACK_PID, getpid(), "");
+            uint32_t app = track_raw(fd, getpid());
             expect_errno("list into an unmapped buffer", ioctl(fd, CDSM_IOC_LIST_APPS, &l), EFAULT);
             auto m = sized<cdsm_get_matrix>();
             m.app_id = app;
@@ -525,49 +483,23 @@ int cmd_misuse(bool unprivileged) {
 
 // --- events: the generic netlink multicast group ---------------------------------------------
 
-const char* event_name(uint32_t e) {
-    switch (e) {
-        case CDSM_EVENT_APP_STARTED:
-            return "app_started";
-        case CDSM_EVENT_APP_ENDED:
-            return "app_ended";
-        case CDSM_EVENT_TASK_JOINED:
-            return "task_joined";
-        case CDSM_EVENT_TASK_EXITED:
-            return "task_exited";
-        default:
-            return "unknown";
-    }
-}
-
-int print_event(nl_msg* msg, void*) {
-    nlattr* a[CDSM_A_MAX + 1] = {};
-    if (genlmsg_parse(nlmsg_hdr(msg), 0, a, CDSM_A_MAX, nullptr) < 0 || !a[CDSM_A_EVENT] ||
-        !a[CDSM_A_APP_ID]) {
-        printf("event malformed\n");
-        return NL_OK;
-    }
-    printf("event %s app %u", event_name(nla_get_u32(a[CDSM_A_EVENT])),
-           nla_get_u32(a[CDSM_A_APP_ID]));
-    if (a[CDSM_A_TID] && a[CDSM_A_TGID] && a[CDSM_A_TASK_INDEX] && a[CDSM_A_COMM])
-        printf(" tid %u tgid %u index %u comm %s", nla_get_u32(a[CDSM_A_TID]),
-               nla_get_u32(a[CDSM_A_TGID]), nla_get_u32(a[CDSM_A_TASK_INDEX]),
-               nla_get_string(a[CDSM_A_COMM]));
+void print_event(const cdsm::kernel::Event& e) {
+    // The tests' spelling (tests/kmod/tracking): "app_started", not "app-started".
+    std::string kind = cdsm::kernel::to_string(e.kind);
+    std::replace(kind.begin(), kind.end(), '-', '_');
+    printf("event %s app %u", kind.c_str(), e.app_id);
+    if (e.kind == cdsm::kernel::Event::Kind::kTaskJoined ||
+        e.kind == cdsm::kernel::Event::Kind::kTaskExited)
+        printf(" tid %d tgid %d index %u comm %s", e.tid, e.tgid, e.index, e.comm.c_str());
     printf("\n");
     fflush(stdout);
-    return NL_OK;
 }
 
 // --- rate: re-armed pages per second of one application --------------------------------------
 
-uint64_t app_rearmed(int fd, uint32_t app) {
-    std::vector<cdsm_app_info> apps(256);
-    auto l = sized<cdsm_list_apps>();
-    l.capacity = static_cast<uint32_t>(apps.size());
-    l.apps_ptr = reinterpret_cast<uintptr_t>(apps.data());
-    xioctl(fd, CDSM_IOC_LIST_APPS, &l, "CDSM_IOC_LIST_APPS");
-    for (uint32_t i = 0; i < l.count && i < apps.size(); i++)
-        if (apps[i].app_id == app) return apps[i].rearm_pages;
+uint64_t app_rearmed(const Device& dev, uint32_t app) {
+    for (const cdsm_app_info& a : dev.list_apps())
+        if (a.app_id == app) return a.rearm_pages;
     throw Failure("no application " + std::to_string(app));
 }
 
@@ -582,13 +514,12 @@ uint64_t rss_pages(pid_t pid) {
 
 // Pages re-armed in @app over @seconds vs what rearm_rate_bp of @pid's resident pages gives;
 // the ratio must be within [1 - tolerance, 1 + tolerance].
-int cmd_rate(int fd, uint32_t app, pid_t pid, double seconds, double tolerance) {
-    auto p = sized<cdsm_params>();
-    xioctl(fd, CDSM_IOC_GET_PARAMS, &p, "CDSM_IOC_GET_PARAMS");
-    uint64_t rss0 = rss_pages(pid), a0 = app_rearmed(fd, app);
+int cmd_rate(const Device& dev, uint32_t app, pid_t pid, double seconds, double tolerance) {
+    const cdsm_params p = dev.params();
+    uint64_t rss0 = rss_pages(pid), a0 = app_rearmed(dev, app);
     auto t0 = std::chrono::steady_clock::now();
     std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
-    uint64_t a1 = app_rearmed(fd, app), rss1 = rss_pages(pid);
+    uint64_t a1 = app_rearmed(dev, app), rss1 = rss_pages(pid);
     double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     double rss = double(rss0 + rss1) / 2, expected = rss * p.rearm_rate_bp / 10000 * elapsed;
     double ratio = double(a1 - a0) / expected;
@@ -600,23 +531,18 @@ int cmd_rate(int fd, uint32_t app, pid_t pid, double seconds, double tolerance) 
 }
 
 int cmd_events(double seconds, const std::string& ready_file) {
-    std::unique_ptr<nl_sock, decltype(&nl_socket_free)> sk(nl_socket_alloc(), nl_socket_free);
-    if (!sk || genl_connect(sk.get()) < 0) throw Failure("cannot open a generic netlink socket");
-    int group = genl_ctrl_resolve_grp(sk.get(), CDSM_GENL_NAME, CDSM_GENL_MCGRP);
-    if (group < 0) throw Failure("no generic netlink group " CDSM_GENL_NAME "/" CDSM_GENL_MCGRP);
-    nl_socket_disable_seq_check(sk.get());
-    nl_socket_modify_cb(sk.get(), NL_CB_VALID, NL_CB_CUSTOM, print_event, nullptr);
-    if (nl_socket_add_membership(sk.get(), group) < 0)
-        throw Failure("cannot join the events group");
+    cdsm::kernel::EventListener listener;
     if (!ready_file.empty()) std::ofstream(ready_file) << "ready\n";
     auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
     for (;;) {
         auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
             end - std::chrono::steady_clock::now());
         if (left.count() <= 0) return 0;
-        pollfd p{nl_socket_get_fd(sk.get()), POLLIN, 0};
-        if (poll(&p, 1, static_cast<int>(left.count())) > 0)
-            if (nl_recvmsgs_default(sk.get()) < 0) throw Failure("netlink receive failed");
+        pollfd p{listener.fd(), POLLIN, 0};
+        if (poll(&p, 1, static_cast<int>(left.count())) <= 0) continue;
+        const auto batch = listener.receive();
+        for (const auto& e : batch.events) print_event(e);
+        if (batch.lost) throw Failure("netlink events were lost (socket buffer overrun)");
     }
 }
 
@@ -694,9 +620,9 @@ bool tid_alive(pid_t tid) {
 // Checks application `app`'s records: no tid live twice (a duplicate record), and no live record
 // of a task that has exited: a record that is still live in a second snapshot taken after its
 // task was seen gone (the exit probe runs before /proc/TID disappears) is dangling.
-unsigned check_records(int fd, uint32_t app, unsigned& dangling) {
+unsigned check_records(const Device& dev, uint32_t app, unsigned& dangling) {
     std::map<pid_t, int> live;
-    for (const auto& t : get_tasks(fd, app))
+    for (const auto& t : dev.tasks(app))
         if (!(t.flags & CDSM_TASK_EXITED)) live[t.tid]++;
     unsigned duplicates = 0;
     std::set<pid_t> gone;
@@ -708,7 +634,7 @@ unsigned check_records(int fd, uint32_t app, unsigned& dangling) {
         if (!tid_alive(tid)) gone.insert(tid);
     }
     if (!gone.empty())
-        for (const auto& t : get_tasks(fd, app))
+        for (const auto& t : dev.tasks(app))
             if (!(t.flags & CDSM_TASK_EXITED) && gone.count(t.tid) && !tid_alive(t.tid)) {
                 dangling++;
                 printf("race: app %u: tid %d exited but its record is live\n", app, t.tid);
@@ -720,33 +646,29 @@ unsigned check_records(int fd, uint32_t app, unsigned& dangling) {
 // children by pid (when no other application has a live task, so that their exit probes take
 // the fast path). Fails on a duplicate or dangling record, or a registry inconsistency.
 int cmd_race(double seconds, unsigned spawners) {
-    int fd = open_dev();
+    const Device dev;
     prctl(PR_SET_NAME, "cdsm-race");
     pid_t root = start_storm(spawners);
     auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
     unsigned long rounds = 0, singles = 0, duplicates = 0, dangling = 0, registry_bad = 0;
     bool present = false;
     std::string text;
-    auto op = [&](unsigned long cmd, uint32_t app) {
-        auto a = sized<cdsm_app_op>();
-        a.app_id = app;
-        return ioctl(fd, cmd, &a);
-    };
     unsigned dangle_round = 0;
     while (std::chrono::steady_clock::now() < end) {
-        auto a = sized<cdsm_track>();
-        a.kind = CDSM_TRACK_PID;
-        a.pid = root;
-        if (ioctl(fd, CDSM_IOC_TRACK, &a) < 0)
-            throw Failure(std::string("TRACK: ") + strerror(errno));
+        const uint32_t tree = dev.track_pid(root);
         rounds++;
         std::this_thread::sleep_for(std::chrono::milliseconds(rounds % 4 * 20));
         dangle_round = 0;
-        duplicates += check_records(fd, a.app_id, dangle_round);
+        duplicates += check_records(dev, tree, dangle_round);
         dangling += dangle_round;
-        if (rounds % 3 == 0) op(CDSM_IOC_UNTRACK, a.app_id);
-        if (op(CDSM_IOC_RELEASE, a.app_id) < 0)
-            throw Failure(std::string("RELEASE: ") + strerror(errno));
+        if (rounds % 3 == 0) {
+            try {
+                dev.untrack(tree);
+            } catch (const cdsm::SystemError&) {
+                // the whole tree may have exited in between
+            }
+        }
+        dev.release(tree);
         // A storm child by pid: the newest process of the storm's group.
         pid_t newest = 0;
         if (FILE* f = popen(("pgrep -n -g " + std::to_string(root)).c_str(), "r")) {
@@ -754,16 +676,21 @@ int cmd_race(double seconds, unsigned spawners) {
             pclose(f);
         }
         if (newest > 0 && newest != root) {
-            auto b = sized<cdsm_track>();
-            b.kind = CDSM_TRACK_PID;
-            b.pid = newest;
-            if (ioctl(fd, CDSM_IOC_TRACK, &b) == 0) {
+            uint32_t single = 0;
+            try {
+                single = dev.track_pid(newest);  // the child may be gone, or still in the tree
+            } catch (const cdsm::SystemError&) {
+            }
+            if (single) {
                 singles++;
                 std::this_thread::sleep_for(std::chrono::milliseconds(30));
                 dangle_round = 0;
-                duplicates += check_records(fd, b.app_id, dangle_round);
+                duplicates += check_records(dev, single, dangle_round);
                 dangling += dangle_round;
-                op(CDSM_IOC_RELEASE, b.app_id);
+                try {
+                    dev.release(single);
+                } catch (const cdsm::SystemError&) {
+                }
             }
         }
         if (rounds % 16 == 0 && !registry_ok(present, text)) {
@@ -780,7 +707,6 @@ int cmd_race(double seconds, unsigned spawners) {
         rounds, singles, duplicates, dangling,
         present ? (registry_bad ? "INCONSISTENT" : "consistent") : "not available");
     if (present) printf("%s", text.c_str());
-    close(fd);
     return duplicates || dangling || registry_bad ? 1 : 0;
 }
 
@@ -819,7 +745,7 @@ int cmd_opener() {
         _exit(0);
     }
     int root_fd = open_dev();
-    uint32_t root_app = track(root_fd, CDSM_TRACK_PID, sleeper, "");
+    uint32_t root_app = track_raw(root_fd, sleeper);
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv)) throw Failure("socketpair");
     pid_t child = fork();
@@ -896,21 +822,8 @@ int cmd_opener() {
     return failures ? 1 : 0;
 }
 
-uint32_t app_op_ioctl(const std::string& name) {
-    if (name == "untrack") return CDSM_IOC_UNTRACK;
-    if (name == "release") return CDSM_IOC_RELEASE;
-    if (name == "age") return CDSM_IOC_AGE;
-    return CDSM_IOC_RESET;
-}
-
-void print_apps(int fd) {
-    std::vector<cdsm_app_info> apps(256);
-    auto l = sized<cdsm_list_apps>();
-    l.capacity = static_cast<uint32_t>(apps.size());
-    l.apps_ptr = reinterpret_cast<uintptr_t>(apps.data());
-    xioctl(fd, CDSM_IOC_LIST_APPS, &l, "CDSM_IOC_LIST_APPS");
-    for (uint32_t i = 0; i < l.count && i < apps.size(); i++) {
-        const auto& a = apps[i];
+void print_apps(const Device& dev) {
+    for (const cdsm_app_info& a : dev.list_apps()) {
         printf(
             "app %u kind %u flags %#x tasks %u live %u dim %u root %d uid %u events %llu "
             "rearmed %llu kmem %llu comm %.16s\n",
@@ -920,10 +833,11 @@ void print_apps(int fd) {
     }
 }
 
-void print_matrix(int fd, uint32_t app) {
-    Matrix m = get_matrix(fd, app);
-    for (uint32_t i = 0; i < m.dim; i++) {
-        for (uint32_t j = 0; j < m.dim; j++) printf("%s%u", j ? " " : "", m.at(i, j));
+void print_matrix(const Device& dev, uint32_t app) {
+    const cdsm::CommMatrix m = dev.matrix(app).matrix;
+    for (size_t i = 0; i < m.size(); i++) {
+        for (size_t j = 0; j < m.size(); j++)
+            printf("%s%llu", j ? " " : "", (unsigned long long)m.at(i, j));
         printf("\n");
     }
 }
@@ -936,12 +850,8 @@ int run(int argc, char** argv) {
     auto add_app = [&](CLI::App* sub) {
         sub->add_option("APP", app, "application id")->required();
     };
-    auto with_dev = [&](CLI::App* sub, std::function<void(int)> f) {
-        sub->callback([f] {
-            int fd = open_dev();
-            f(fd);
-            close(fd);
-        });
+    auto with_dev = [&](CLI::App* sub, std::function<void(const Device&)> f) {
+        sub->callback([f] { f(Device()); });
     };
 
     std::string app_file;
@@ -949,54 +859,56 @@ int run(int argc, char** argv) {
     auto* exec = cli.add_subcommand("exec", "run a command tracked from its first instruction");
     exec->add_option("--app-file", app_file, "write the application id to this file");
     exec->add_option("command", command, "the command, after --")->required();
-    with_dev(exec, [&](int fd) {
+    with_dev(exec, [&](const Device& dev) {
         std::vector<char*> args;
         for (auto& a : command) args.push_back(a.data());
         args.push_back(nullptr);
-        status = cmd_exec(fd, app_file, args.data());
+        status = cmd_exec(dev, app_file, args.data());
     });
 
     std::vector<pid_t> pids;
     auto* track_pid = cli.add_subcommand(
         "track", "track process trees, print each application (stops at the first failure)");
     track_pid->add_option("PID", pids)->required()->check(CLI::PositiveNumber);
-    with_dev(track_pid, [&](int fd) {
-        for (pid_t pid : pids) printf("%u\n", track(fd, CDSM_TRACK_PID, pid, ""));
+    with_dev(track_pid, [&](const Device& dev) {
+        for (pid_t pid : pids) printf("%u\n", dev.track_pid(pid));
     });
 
     std::string path;
     auto* track_cg = cli.add_subcommand("track-cgroup", "track a cgroup v2 directory");
     track_cg->add_option("PATH", path, "relative to the cgroup2 root, starting with /")->required();
-    with_dev(track_cg, [&](int fd) { printf("%u\n", track(fd, CDSM_TRACK_CGROUP, 0, path)); });
+    with_dev(track_cg, [&](const Device& dev) { printf("%u\n", dev.track_cgroup(path)); });
 
     for (const char* name : {"untrack", "release", "age", "reset"}) {
         auto* sub = cli.add_subcommand(name, std::string(name) + " an application");
         add_app(sub);
-        with_dev(sub, [&app, name](int fd) {
-            auto a = sized<cdsm_app_op>();
-            a.app_id = app;
-            xioctl(fd, app_op_ioctl(name), &a, name);
+        with_dev(sub, [&app, name](const Device& dev) {
+            const std::string op = name;
+            if (op == "untrack") dev.untrack(app);
+            if (op == "release") dev.release(app);
+            if (op == "age") dev.age(app);
+            if (op == "reset") dev.reset(app);
         });
     }
 
     with_dev(cli.add_subcommand("list", "list the applications"), print_apps);
     auto* tasks = cli.add_subcommand("tasks", "an application's tasks");
     add_app(tasks);
-    with_dev(tasks, [&](int fd) {
-        for (const auto& t : get_tasks(fd, app))
+    with_dev(tasks, [&](const Device& dev) {
+        for (const auto& t : dev.tasks(app))
             printf("%u tid %d tgid %d flags %#x comm %.16s\n", t.index, t.tid, t.tgid, t.flags,
                    t.comm);
     });
     auto* matrix = cli.add_subcommand("matrix", "an application's matrix");
     add_app(matrix);
-    with_dev(matrix, [&](int fd) { print_matrix(fd, app); });
+    with_dev(matrix, [&](const Device& dev) { print_matrix(dev, app); });
     with_dev(cli.add_subcommand("counters", "the module's counters"), print_counters);
     with_dev(cli.add_subcommand("params", "the run-time parameters"), print_params);
 
     std::vector<std::string> assignments;
     auto* set = cli.add_subcommand("set", "change run-time parameters");
     set->add_option("NAME=VALUE", assignments)->required();
-    with_dev(set, [&](int fd) { set_params(fd, assignments); });
+    with_dev(set, [&](const Device& dev) { set_params(dev, assignments); });
 
     std::string truth;
     double min = 0.95, within = 0;
@@ -1013,8 +925,8 @@ int run(int argc, char** argv) {
         ->check(CLI::NonNegativeNumber);
     bool among_truth = false;
     check->add_flag("--among-truth", among_truth, "only truth tasks can be the largest partner");
-    with_dev(check, [&](int fd) {
-        status = cmd_check(fd, check_app, truth, min, within, among_truth, age);
+    with_dev(check, [&](const Device& dev) {
+        status = cmd_check(dev, check_app, truth, min, within, among_truth, age);
     });
 
     bool unprivileged = false;
@@ -1029,7 +941,9 @@ int run(int argc, char** argv) {
     rate->add_option("PID", rate_pid, "the process whose RSS the rate applies to")->required();
     rate->add_option("--seconds", rate_seconds)->check(CLI::PositiveNumber);
     rate->add_option("--tolerance", tolerance, "allowed relative error (default 0.5)");
-    with_dev(rate, [&](int fd) { status = cmd_rate(fd, app, rate_pid, rate_seconds, tolerance); });
+    with_dev(rate, [&](const Device& dev) {
+        status = cmd_rate(dev, app, rate_pid, rate_seconds, tolerance);
+    });
 
     double seconds = 10;
     std::string ready_file;
