@@ -19,15 +19,29 @@ void check_problem(const MappingProblem& problem) {
     if (problem.current) check_sizes(problem.matrix, *problem.current, problem.distances);
 }
 
+namespace {
+
+constexpr std::string_view kChoices[] = {ScotchMapper::kName, CompactMapper::kName,
+                                         ScatterMapper::kName, RandomMapper::kName};
+
+}  // namespace
+
+std::span<const std::string_view> mapper_names() noexcept {
+    return kChoices;
+}
+
 std::unique_ptr<Mapper> make_mapper(std::string_view name, std::uint64_t seed) {
-    if (name == "scotch") return std::make_unique<ScotchMapper>();
-    if (name == "compact") return std::make_unique<CompactMapper>();
-    if (name == "scatter") return std::make_unique<ScatterMapper>();
-    if (name == "random") return std::make_unique<RandomMapper>(seed);
-    if (name == "current") return std::make_unique<CurrentMapper>();
-    if (name == "exhaustive") return std::make_unique<ExhaustiveMapper>();
+    if (name == ScotchMapper::kName) return std::make_unique<ScotchMapper>();
+    if (name == CompactMapper::kName) return std::make_unique<CompactMapper>();
+    if (name == ScatterMapper::kName) return std::make_unique<ScatterMapper>();
+    if (name == RandomMapper::kName) return std::make_unique<RandomMapper>(seed);
+    if (name == CurrentMapper::kName) return std::make_unique<CurrentMapper>();
+    if (name == ExhaustiveMapper::kName) return std::make_unique<ExhaustiveMapper>();
+    std::string expected;
+    for (std::string_view n : kChoices) expected += std::string(n) + ", ";
     throw Error("mapper '" + std::string(name) + "'",
-                "unknown (expected scotch, compact, scatter, random, current or exhaustive)");
+                "unknown (expected " + expected + std::string(CurrentMapper::kName) + " or " +
+                    std::string(ExhaustiveMapper::kName) + ")");
 }
 
 }  // namespace cdsm

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <fstream>
 #include <string>
 
@@ -33,29 +32,6 @@ std::optional<std::vector<std::uint32_t>> cpuset_of(std::string base, std::strin
 }
 
 }  // namespace
-
-std::vector<std::uint32_t> parse_cpu_list(std::string_view list) {
-    std::vector<std::uint32_t> cpus;
-    while (!list.empty()) {
-        const auto comma = list.find(',');
-        const std::string_view range = list.substr(0, comma);
-        list = comma == std::string_view::npos ? std::string_view() : list.substr(comma + 1);
-        const auto bad = [&range] {
-            return Error("CPU list '" + std::string(range) + "'",
-                         "is not a CPU number or range (N or N-M, N <= M, at most " +
-                             std::to_string(kMaxCpu) + ")");
-        };
-        const char* const end = range.data() + range.size();
-        std::uint32_t first = 0, last = 0;
-        auto r = std::from_chars(range.data(), end, first);
-        last = first;
-        if (r.ec == std::errc() && r.ptr != end && *r.ptr == '-')
-            r = std::from_chars(r.ptr + 1, end, last);
-        if (r.ec != std::errc() || r.ptr != end || last < first || last > kMaxCpu) throw bad();
-        for (std::uint32_t cpu = first; cpu <= last; ++cpu) cpus.push_back(cpu);
-    }
-    return cpus;
-}
 
 std::optional<std::vector<std::uint32_t>> cgroup_allowed_cpus(pid_t tid) {
     std::ifstream in("/proc/" + std::to_string(tid) + "/cgroup");

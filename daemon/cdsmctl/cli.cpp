@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "cdsm/error.hpp"
+#include "cdsm/mapper.hpp"
 #include "cdsm/version.hpp"
 #include "client.hpp"
 #include "commands.hpp"
@@ -16,8 +17,6 @@
 
 namespace cdsmctl {
 namespace {
-
-constexpr const char* kAlgorithms[] = {"scotch", "compact", "scatter", "random"};
 
 constexpr const char* kFooter = R"(
 Offline, without a kernel or a daemon:
@@ -81,8 +80,8 @@ void add_map(CLI::App& app, Options& o) {
                     "Offline: the machine, an hwloc XML file or a synthetic description such "
                     "as \"pack:2 core:4 pu:2\"");
     map->add_option("-a,--algorithm", o.map.algorithm, "Mapping algorithm")
-        ->check(
-            CLI::IsMember(std::vector<std::string>(std::begin(kAlgorithms), std::end(kAlgorithms))))
+        ->check(CLI::IsMember(
+            std::vector<std::string>(cdsm::mapper_names().begin(), cdsm::mapper_names().end())))
         ->capture_default_str();
     map->add_option("--current", o.map.current,
                     "Offline: where the tasks run now, one OS CPU per task (e.g. 0,8,1,9 or "

@@ -3,6 +3,7 @@
 // or, with --json, as cdsmd sent it without its "ok" member (JSON.md).
 #include <fmt/format.h>
 
+#include <cdsm/cpu_list.hpp>
 #include <charconv>
 
 #include "commands.hpp"
@@ -15,7 +16,7 @@ std::string cpu_list_of(const nlohmann::json& cpus) {
     std::vector<std::uint32_t> list;
     for (const auto& cpu : cpus)
         if (cpu.is_number_unsigned()) list.push_back(cpu.get<std::uint32_t>());
-    return list.empty() ? "-" : format_cpu_list(list);
+    return list.empty() ? "-" : cdsm::format_cpu_list(list);
 }
 
 std::string seconds_since(const nlohmann::json& start_ns, const nlohmann::json& end_ns) {

@@ -16,6 +16,7 @@
 
 #include "cdsm/baseline_mappers.hpp"
 #include "cdsm/cost.hpp"
+#include "cdsm/cpu_list.hpp"
 #include "cdsm/error.hpp"
 #include "cdsm/mapper.hpp"
 #include "cdsm/matrix_io.hpp"
@@ -28,8 +29,6 @@
 
 namespace cdsmctl {
 namespace {
-
-constexpr const char* kBaselines[] = {"compact", "scatter", "random", "scotch"};
 
 std::string read_text(const std::string& path) {
     if (path == "-") return {std::istreambuf_iterator<char>(std::cin), {}};
@@ -132,14 +131,14 @@ int map_offline(const MapOptions& options, std::ostream& out) {
         {"mapping_ms", mapping_time.count()},
     };
     nlohmann::json baselines = nlohmann::json::object();
-    for (const char* name : kBaselines) {
+    for (const std::string_view name : cdsm::mapper_names()) {
         // Relabelling keeps the cost: the chosen algorithm is not run again.
         if (name == options.algorithm) {
-            baselines[name] = cost;
+            baselines[std::string(name)] = cost;
             continue;
         }
         const cdsm::Placement p = cdsm::make_mapper(name, options.seed)->map(problem);
-        baselines[name] = cdsm::mapping_cost(file.matrix, p, distances);
+        baselines[std::string(name)] = cdsm::mapping_cost(file.matrix, p, distances);
     }
     if (current) {
         baselines["current"] = cdsm::mapping_cost(file.matrix, *current, distances);
@@ -193,7 +192,7 @@ void print_mapping(const nlohmann::json& m, std::ostream& out) {
             for (const auto& cpu : field(t, "from"))
                 if (cpu.is_number_unsigned()) from.push_back(cpu.get<std::uint32_t>());
             out << fmt::format("  tid {}: CPUs {} -> {}\n", cell(field(t, "tid")),
-                               format_cpu_list(from), cell(field(t, "to")));
+                               cdsm::format_cpu_list(from), cell(field(t, "to")));
         }
     }
     if (const auto& failed = field(m, "failed"); failed.is_array() && !failed.empty()) {

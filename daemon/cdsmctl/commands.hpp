@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cdsm/distances.hpp"
+#include "cdsm/mapper.hpp"
 #include "cdsm/topology.hpp"
 #include "client.hpp"
 #include "labelled_matrix.hpp"
@@ -36,7 +37,7 @@ struct MapOptions {
     std::string app;          ///< APP, or empty with `matrix_file`
     std::string matrix_file;  ///< --matrix (offline)
     std::string topology;     ///< --topology FILE.xml|SYNTHETIC (offline)
-    std::string algorithm = "scotch";
+    std::string algorithm{cdsm::mapper_names().front()};
     std::string current;     ///< --current CPU list (offline): where the tasks run now
     std::uint64_t seed = 1;  ///< of the random mapper
     bool dry_run = false;

@@ -47,21 +47,6 @@ void Table::print(std::ostream& out) const {
     for (const auto& row : rows_) line(row, false);
 }
 
-std::string format_cpu_list(std::span<const std::uint32_t> cpus) {
-    std::vector<std::uint32_t> sorted(cpus.begin(), cpus.end());
-    std::sort(sorted.begin(), sorted.end());
-    sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
-    std::string out;
-    for (std::size_t i = 0; i < sorted.size();) {
-        std::size_t j = i;
-        while (j + 1 < sorted.size() && sorted[j + 1] == sorted[j] + 1) ++j;
-        if (!out.empty()) out += ',';
-        out += j == i ? fmt::format("{}", sorted[i]) : fmt::format("{}-{}", sorted[i], sorted[j]);
-        i = j + 1;
-    }
-    return out;
-}
-
 std::string format_number(double value) {
     if (std::isfinite(value) && value == std::floor(value) && std::fabs(value) < 1e18)
         return fmt::format("{}", static_cast<std::int64_t>(value));

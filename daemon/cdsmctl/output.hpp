@@ -32,9 +32,6 @@ class Table {
     std::vector<std::vector<std::string>> rows_;
 };
 
-/// "0-3,8,10-11": the Linux CPU-list form of a set of CPU numbers.
-std::string format_cpu_list(std::span<const std::uint32_t> cpus);
-
 /// A cost or event count as shown in tables: whole numbers without a fraction, others with two
 /// decimals.
 std::string format_number(double value);

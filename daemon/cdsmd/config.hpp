@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <cdsm/distances.hpp>
+#include <cdsm/mapper.hpp>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -57,7 +58,7 @@ struct Config {
     std::uint32_t max_clients_per_user = 16;
     std::uint32_t client_timeout_ms = 30000;
 
-    std::string algorithm = "scotch";
+    std::string algorithm{mapper_names().front()};
     double min_gain = 0.05;
     /// Do not map before the tasks to place exchanged this many events: placements drawn from
     /// a handful of faults are noise and would migrate for nothing.

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cdsm/cpu_list.hpp>
 #include <cdsm/error.hpp>
 #include <cdsm/migrator.hpp>
 #include <cdsm/version.hpp>
@@ -63,7 +64,7 @@ void Daemon::open_kernel() {
     events_ = std::make_unique<kernel::EventListener>();
     planner_ = std::make_unique<Planner>(Topology::from_system(), config_.costs);
     spdlog::info("machine: {} ({} PUs: {})", planner_->machine().describe(),
-                 planner_->machine().pu_count(), procfs::format_cpu_list(planner_->machine_cpus()));
+                 planner_->machine().pu_count(), format_cpu_list(planner_->machine_cpus()));
 }
 
 kernel::Device& Daemon::device() const {
@@ -482,7 +483,7 @@ Json Daemon::map_app(AppState& app, const MapRequest& req) {
                     "{}: task {} ({}) is back on CPU {} after {:.0f} ms on {}: a transient "
                     "change, not another program's binding",
                     label, t.tid, t.comm, *ts.bound_cpu, double(now - ts.changed_ns) / 1e6,
-                    procfs::format_cpu_list(ts.changed_mask));
+                    format_cpu_list(ts.changed_mask));
             }
             ts.changed_mask.clear();
         } else if (ts.changed_mask.empty()) {
@@ -500,13 +501,13 @@ Json Daemon::map_app(AppState& app, const MapRequest& req) {
         f.launch_mask = ts.bound_cpu && known;
         ts.role = classify(f, config_);
         if (ts.role == TaskRole::kChanging) {
-            changing.push_back(fmt::format("{} ({})", t.tid, procfs::format_cpu_list(f.affinity)));
+            changing.push_back(fmt::format("{} ({})", t.tid, format_cpu_list(f.affinity)));
         }
         if (ts.role != TaskRole::kForeign && ts.role != TaskRole::kChanging && differs) {
             spdlog::info(
                 "{}: task {} ({}) was re-bound to {} during its start-up or back to its launch "
                 "binding; placing it again",
-                label, t.tid, t.comm, procfs::format_cpu_list(f.affinity));
+                label, t.tid, t.comm, format_cpu_list(f.affinity));
             ts.bound_cpu.reset();
             ts.changed_mask.clear();
         }
@@ -515,8 +516,7 @@ Json Daemon::map_app(AppState& app, const MapRequest& req) {
             spdlog::warn(
                 "{}: task {} ({}) has affinity {} but cdsmd bound it to CPU {}: "
                 "another program changed it, leaving the task alone",
-                label, t.tid, t.comm, procfs::format_cpu_list(f.affinity),
-                ts.bound_cpu.value_or(0));
+                label, t.tid, t.comm, format_cpu_list(f.affinity), ts.bound_cpu.value_or(0));
             save_state();
         }
         if (ts.role == TaskRole::kForeign && f.affinity.size() == 1) {

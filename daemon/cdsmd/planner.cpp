@@ -118,12 +118,12 @@ Plan Planner::plan(const CommMatrix& matrix, const std::vector<std::uint32_t>& c
                    : stacked ? MoveReason::kSpread
                              : MoveReason::kCheaper;
     if (with_baselines) {
-        for (const char* name : {"scotch", "compact", "scatter", "random"}) {
+        for (const std::string_view name : mapper_names()) {
             const MappingProblem problem{matrix, sub, sub_distances, nullptr};
             std::vector<std::uint32_t> cpus;
             const Placement placement = make_mapper(name)->map(problem);
             for (PuId pu : placement.pus()) cpus.push_back(sub.pu(pu).os_index);
-            plan.baselines[name] = cost(matrix, cpus);
+            plan.baselines[std::string(name)] = cost(matrix, cpus);
         }
     }
     return plan;

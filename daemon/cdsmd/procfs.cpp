@@ -208,16 +208,4 @@ std::optional<std::vector<std::uint32_t>> affinity(pid_t tid) {
     return cpus;
 }
 
-std::string format_cpu_list(const std::vector<std::uint32_t>& cpus) {
-    std::string out;
-    for (std::size_t i = 0; i < cpus.size();) {
-        std::size_t j = i;
-        while (j + 1 < cpus.size() && cpus[j + 1] == cpus[j] + 1) ++j;
-        if (!out.empty()) out += ',';
-        out += j == i ? fmt::format("{}", cpus[i]) : fmt::format("{}-{}", cpus[i], cpus[j]);
-        i = j + 1;
-    }
-    return out;
-}
-
 }  // namespace cdsm::cdsmd::procfs

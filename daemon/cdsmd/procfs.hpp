@@ -73,7 +73,4 @@ std::optional<std::vector<std::string>> cgroup_directories(
 /// The OS CPUs in a task's affinity mask, in increasing order.
 std::optional<std::vector<std::uint32_t>> affinity(pid_t tid);
 
-/// "0-3,8" for a sorted list of CPUs.
-std::string format_cpu_list(const std::vector<std::uint32_t>& cpus);
-
 }  // namespace cdsm::cdsmd::procfs

@@ -13,7 +13,8 @@ namespace cdsm {
 /// more tasks than PUs, consecutive tasks share a PU (blocks of N/P tasks).
 class CompactMapper final : public Mapper {
   public:
-    std::string_view name() const noexcept override { return "compact"; }
+    static constexpr std::string_view kName = "compact";
+    std::string_view name() const noexcept override { return kName; }
     Placement map(const MappingProblem& problem) const override;
 };
 
@@ -21,7 +22,8 @@ class CompactMapper final : public Mapper {
 /// one per L3, per core, and only then SMT siblings. With more tasks than PUs it wraps around.
 class ScatterMapper final : public Mapper {
   public:
-    std::string_view name() const noexcept override { return "scatter"; }
+    static constexpr std::string_view kName = "scatter";
+    std::string_view name() const noexcept override { return kName; }
     Placement map(const MappingProblem& problem) const override;
 };
 
@@ -29,7 +31,8 @@ class ScatterMapper final : public Mapper {
 class RandomMapper final : public Mapper {
   public:
     explicit RandomMapper(std::uint64_t seed = 1) : seed_(seed) {}
-    std::string_view name() const noexcept override { return "random"; }
+    static constexpr std::string_view kName = "random";
+    std::string_view name() const noexcept override { return kName; }
     Placement map(const MappingProblem& problem) const override;
 
   private:
@@ -39,7 +42,8 @@ class RandomMapper final : public Mapper {
 /// Keeps the current placement; throws Error if the problem has none.
 class CurrentMapper final : public Mapper {
   public:
-    std::string_view name() const noexcept override { return "current"; }
+    static constexpr std::string_view kName = "current";
+    std::string_view name() const noexcept override { return kName; }
     Placement map(const MappingProblem& problem) const override;
 };
 

@@ -13,7 +13,8 @@ namespace cdsm {
 class ExhaustiveMapper final : public Mapper {
   public:
     static constexpr std::size_t kMaxTasks = 10;
-    std::string_view name() const noexcept override { return "exhaustive"; }
+    static constexpr std::string_view kName = "exhaustive";
+    std::string_view name() const noexcept override { return kName; }
     Placement map(const MappingProblem& problem) const override;
 };
 

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string_view>
 
 #include "cdsm/comm_matrix.hpp"
@@ -34,6 +35,11 @@ class Mapper {
 /// Throws Error if the distance table was not built for the topology, or a current placement
 /// does not have one valid PU per task.
 void check_problem(const MappingProblem& problem);
+
+/// The mappers a user chooses from, the default first: "scotch", "compact", "scatter", "random"
+/// (each class's kName). They are also the baselines a placement is compared with. make_mapper
+/// knows two more: "current" (needs a current placement) and "exhaustive" (exponential).
+std::span<const std::string_view> mapper_names() noexcept;
 
 /// A mapper by its name() with default options; `seed` is used by "random" only. Throws Error
 /// naming the unknown name.

@@ -7,6 +7,7 @@
 #include <span>
 #include <vector>
 
+#include "cdsm/cpu_list.hpp"
 #include "cdsm/placement.hpp"
 #include "cdsm/topology.hpp"
 
@@ -35,12 +36,5 @@ class Migrator {
 /// The CPUs the cgroup cpuset of a task allows (cgroup v2 cpuset.cpus.effective, or v1
 /// cpuset.effective_cpus), or nothing if the task has no cpuset controller or is gone.
 std::optional<std::vector<std::uint32_t>> cgroup_allowed_cpus(pid_t tid);
-
-/// The largest CPU number parse_cpu_list() accepts (Linux has at most 8192 CPUs, NR_CPUS).
-inline constexpr std::uint32_t kMaxCpu = 65535;
-
-/// Parses a Linux CPU list such as "0-3,8,10-11". Throws Error unless every item is a CPU
-/// number or a range N-M with N <= M, each at most kMaxCpu.
-std::vector<std::uint32_t> parse_cpu_list(std::string_view list);
 
 }  // namespace cdsm

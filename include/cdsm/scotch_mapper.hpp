@@ -67,7 +67,8 @@ struct ScotchOptions {
 class ScotchMapper final : public Mapper {
   public:
     explicit ScotchMapper(ScotchOptions options = {}) : options_(std::move(options)) {}
-    std::string_view name() const noexcept override { return "scotch"; }
+    static constexpr std::string_view kName = "scotch";
+    std::string_view name() const noexcept override { return kName; }
     Placement map(const MappingProblem& problem) const override;
     const ScotchOptions& options() const noexcept { return options_; }
 

@@ -213,15 +213,12 @@ TEST(Procfs, ReadsItsOwnTask) {
     EXPECT_FALSE(procfs::task_stat(::getpid(), 0x3fffffff));
 }
 
-TEST(Procfs, EnvironmentAndCpuLists) {
+TEST(Procfs, Environment) {
     const std::string env("A=1\0CDSM_DISABLE=1\0PMI_RANK=2\0B", 31);
     const auto m = procfs::parse_environ(env, environment_names());
     EXPECT_EQ(m.size(), 2u);
     EXPECT_EQ(m.at("CDSM_DISABLE"), "1");
     EXPECT_EQ(m.at("PMI_RANK"), "2");
-    EXPECT_EQ(procfs::format_cpu_list({0, 1, 2, 3, 8, 10, 11}), "0-3,8,10-11");
-    EXPECT_EQ(procfs::format_cpu_list({5}), "5");
-    EXPECT_EQ(procfs::format_cpu_list({}), "");
 }
 
 TEST(Procfs, AnEmptyEnvironmentIsUnknown) {

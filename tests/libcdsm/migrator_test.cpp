@@ -118,6 +118,16 @@ TEST(Migrator, ChecksSizesAndParsesCpuLists) {
 // Found by tests/fuzz/fuzz_current (`cdsmctl map --current 0-4294967295` ran out of memory; the
 // range's end wrapped around, so the loop never ended). A list is all CPU numbers and ranges or
 // an error: no silently shortened range, no number larger than a machine has CPUs.
+TEST(CpuList, FormatsSortedRunsAsRanges) {
+    const std::vector<std::uint32_t> cpus{0, 1, 2, 3, 8, 10, 11},
+        unsorted{11, 3, 0, 2, 1, 3, 10, 8};
+    EXPECT_EQ(format_cpu_list(cpus), "0-3,8,10-11");
+    EXPECT_EQ(format_cpu_list(unsorted), "0-3,8,10-11");
+    EXPECT_EQ(format_cpu_list(std::vector<std::uint32_t>{5}), "5");
+    EXPECT_EQ(format_cpu_list({}), "");
+    EXPECT_EQ(parse_cpu_list(format_cpu_list(cpus)), cpus);
+}
+
 TEST(Migrator, CpuListsThatAreNotListsOfCpusAreErrors) {
     EXPECT_THAT(parse_cpu_list("7,0-1,"), ElementsAre(7, 0, 1));
     EXPECT_THAT(parse_cpu_list("65535"), ElementsAre(65535));
