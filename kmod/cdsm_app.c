@@ -103,6 +103,14 @@ struct cdsm_task *cdsm_app_task(struct cdsm_app *app, u32 index)
 	return &app->chunks[index / CDSM_TASK_CHUNK][index % CDSM_TASK_CHUNK];
 }
 
+/* Queues a netlink event about @t (cdsm_netlink.c knows no registry type). */
+static void cdsm_task_event(enum cdsm_event event, const struct cdsm_app *app,
+			    const struct cdsm_task *t)
+{
+	BUILD_BUG_ON(sizeof(t->comm) != CDSM_COMM_LEN);
+	cdsm_event_task(event, app->id, t->tid, t->tgid, t->index, t->comm);
+}
+
 /*
  * The first task of @app joined: it owns the application (its effective uid,
  * once), and the application's memory is charged to its memory cgroup.
@@ -186,7 +194,7 @@ static struct cdsm_task *cdsm_app_add_task(struct cdsm_app *app,
 	app->nr_tasks++;
 	app->nr_live++;
 	hash_add_rcu(cdsm_task_hash, &t->hnode, (unsigned long)p);
-	cdsm_event_queue(CDSM_EVENT_TASK_JOINED, app->id, t);
+	cdsm_task_event(CDSM_EVENT_TASK_JOINED, app, t);
 	return t;
 }
 
@@ -233,7 +241,7 @@ static void cdsm_app_end(struct cdsm_app *app)
 {
 	app->flags |= CDSM_APP_ENDED;
 	app->end_ns = ktime_get_boottime_ns();
-	cdsm_event_queue(CDSM_EVENT_APP_ENDED, app->id, NULL);
+	cdsm_event_app(CDSM_EVENT_APP_ENDED, app->id);
 }
 
 /* Marks @t exited. Context: cdsm_lock held. */
@@ -243,7 +251,7 @@ static void cdsm_app_exit_task(struct cdsm_app *app, struct cdsm_task *t)
 	hash_del_rcu(&t->hnode);
 	t->flags |= CDSM_TASK_EXITED;
 	atomic_dec(&cdsm_nr_live_tasks);
-	cdsm_event_queue(CDSM_EVENT_TASK_EXITED, app->id, t);
+	cdsm_task_event(CDSM_EVENT_TASK_EXITED, app, t);
 	if (--app->nr_live == 0)
 		cdsm_app_end(app);
 }
@@ -305,7 +313,7 @@ static struct cdsm_app *cdsm_app_create(u32 kind, struct task_struct *first,
 	/* Publish the initialised application to the lockless worker. */
 	smp_store_release(&cdsm_apps[slot], app);
 	atomic_inc(&cdsm_nr_apps);
-	cdsm_event_queue(CDSM_EVENT_APP_STARTED, app->id, NULL);
+	cdsm_event_app(CDSM_EVENT_APP_STARTED, app->id);
 	return app;
 nomem:
 	cdsm_stat_add(CDSM_STAT_ALLOC_FAILURES, 1);

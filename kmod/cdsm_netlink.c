@@ -11,7 +11,6 @@
 #include <linux/string.h>
 #include <net/genetlink.h>
 
-#include "cdsm_app.h"
 #include "cdsm_netlink.h"
 #include "cdsm_stats.h"
 
@@ -82,15 +81,12 @@ void cdsm_netlink_exit(void)
 	genl_unregister_family(&cdsm_genl_family);
 }
 
-/**
- * cdsm_event_queue() - queue an event for the worker to send.
- * @event:	what happened.
- * @app_id:	the application.
- * @t:		the task, or NULL for application events.
- *
+/*
+ * Queues an event with its task fields (zero for application events).
  * Context: any but hard interrupt; does not sleep or allocate.
  */
-void cdsm_event_queue(enum cdsm_event event, u32 app_id, const struct cdsm_task *t)
+static void cdsm_event_queue(enum cdsm_event event, u32 app_id, pid_t tid, pid_t tgid,
+			     u32 index, const char *comm)
 {
 	struct cdsm_event_rec *e;
 	unsigned long flags;
@@ -105,13 +101,41 @@ void cdsm_event_queue(enum cdsm_event event, u32 app_id, const struct cdsm_task 
 	memset(e, 0, sizeof(*e));
 	e->event = event;
 	e->app_id = app_id;
-	if (t) {
-		e->tid = t->tid;
-		e->tgid = t->tgid;
-		e->index = t->index;
-		memcpy(e->comm, t->comm, sizeof(e->comm));
-	}
+	e->tid = tid;
+	e->tgid = tgid;
+	e->index = index;
+	if (comm)
+		memcpy(e->comm, comm, sizeof(e->comm));
 	spin_unlock_irqrestore(&cdsm_event_lock, flags);
+}
+
+/**
+ * cdsm_event_app() - queue an application event for the worker to send.
+ * @event:	CDSM_EVENT_APP_STARTED or CDSM_EVENT_APP_ENDED.
+ * @app_id:	the application.
+ *
+ * Context: any but hard interrupt; does not sleep or allocate.
+ */
+void cdsm_event_app(enum cdsm_event event, u32 app_id)
+{
+	cdsm_event_queue(event, app_id, 0, 0, 0, NULL);
+}
+
+/**
+ * cdsm_event_task() - queue a task event for the worker to send.
+ * @event:	CDSM_EVENT_TASK_JOINED or CDSM_EVENT_TASK_EXITED.
+ * @app_id:	the task's application.
+ * @tid:	the task's thread id.
+ * @tgid:	its process id.
+ * @index:	its index in the application.
+ * @comm:	its command name, CDSM_COMM_LEN bytes (NUL-padded).
+ *
+ * Context: any but hard interrupt; does not sleep or allocate.
+ */
+void cdsm_event_task(enum cdsm_event event, u32 app_id, pid_t tid, pid_t tgid, u32 index,
+		     const char *comm)
+{
+	cdsm_event_queue(event, app_id, tid, tgid, index, comm);
 }
 
 static int cdsm_event_send(const struct cdsm_event_rec *e)

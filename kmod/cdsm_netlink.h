@@ -9,11 +9,11 @@
 #include <linux/types.h>
 #include <linux/cdsm.h>
 
-struct cdsm_task;
-
 int cdsm_netlink_init(void);
 void cdsm_netlink_exit(void);
-void cdsm_event_queue(enum cdsm_event event, u32 app_id, const struct cdsm_task *t);
+void cdsm_event_app(enum cdsm_event event, u32 app_id);
+void cdsm_event_task(enum cdsm_event event, u32 app_id, pid_t tid, pid_t tgid, u32 index,
+		     const char *comm);
 void cdsm_events_send(void);
 
 #endif /* _CDSM_NETLINK_H */
