@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * cdsm applications: tracking tasks through the sched_process_fork,
- * sched_process_exit, cgroup_attach_task and cgroup_rmdir tracepoints (found with
- * for_each_kernel_tracepoint(), as LTTng does), and by CDSM_IOC_TRACK.
+ * cdsm registry: the application table, the task records and the task hash,
+ * and the locks that protect them (see cdsm_app.h for which lock guards
+ * what). Every other file goes through the functions below; each says in
+ * its Context: line which lock it takes or needs.
  *
- * Tracepoint probes run in atomic context: they take only cdsm_lock and
- * allocate only with GFP_NOWAIT (task records come from a spare chunk the
- * worker keeps ready); a failure leaves the task out and is counted.
+ * Functions called from the tracepoint probes (cdsm_track.c) run in atomic
+ * context: they take only cdsm_lock and allocate only with GFP_NOWAIT (task
+ * records come from a spare chunk the worker keeps ready); a failure leaves
+ * the task out and is counted.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -22,13 +24,14 @@
 #include <linux/seq_file.h>
 #include <linux/string.h>
 #include <linux/timekeeping.h>
-#include <linux/tracepoint.h>
 
 #include "cdsm_app.h"
 #include "cdsm_netlink.h"
 #include "cdsm_stats.h"
 
+/* Serialises creation and removal of applications with the worker. */
 DEFINE_MUTEX(cdsm_apps_mutex);
+/* Protects task membership, the task hash and the application table. */
 DEFINE_SPINLOCK(cdsm_lock);
 struct cdsm_app *cdsm_apps[CDSM_MAX_APPS];
 atomic_t cdsm_nr_live_tasks;
@@ -72,6 +75,52 @@ static unsigned int cdsm_nr_untracked;
 static size_t cdsm_chunk_sz(void)
 {
 	return CDSM_TASK_CHUNK * sizeof(struct cdsm_task);
+}
+
+/**
+ * cdsm_apps_lock() - keep every application in its slot: while held, only the
+ * holder creates or removes applications, and applications found in the table
+ * stay valid (the worker's step, TRACK, RELEASE, unload).
+ *
+ * Context: process context; sleeps. Taken before cdsm_tasks_lock().
+ */
+void cdsm_apps_lock(void)
+	__acquires(&cdsm_apps_mutex)
+{
+	mutex_lock(&cdsm_apps_mutex);
+}
+
+/**
+ * cdsm_apps_unlock() - release cdsm_apps_lock().
+ */
+void cdsm_apps_unlock(void)
+	__releases(&cdsm_apps_mutex)
+{
+	mutex_unlock(&cdsm_apps_mutex);
+}
+
+/**
+ * cdsm_tasks_lock() - lock task membership: the task records, the task hash,
+ * the application table's slots, flags, counts and owners. Held by the
+ * tracking code while it decides where a task goes and adds it, so that the
+ * decision and the addition are one step.
+ *
+ * Context: any but hard interrupt (the tracepoint probes take it); a
+ * spinlock: nothing under it sleeps.
+ */
+void cdsm_tasks_lock(void)
+	__acquires(&cdsm_lock)
+{
+	spin_lock(&cdsm_lock);
+}
+
+/**
+ * cdsm_tasks_unlock() - release cdsm_tasks_lock().
+ */
+void cdsm_tasks_unlock(void)
+	__releases(&cdsm_lock)
+{
+	spin_unlock(&cdsm_lock);
 }
 
 /**
@@ -127,18 +176,24 @@ static void cdsm_app_set_owner(struct cdsm_app *app, struct task_struct *p)
 	task_unlock(p);
 }
 
-/*
+/**
+ * cdsm_app_add_task() - add a task to an application.
+ * @app:	the application.
+ * @p:		the task.
+ *
  * Adds @p to @app, unless @p already has a record or is exiting. This is
  * the one place a task joins, so that the TRACK walk and the probes cannot
  * both add it (the walk can see a child after copy_process() linked it and
  * before sched_process_fork fires). The exit probe reads the live count
  * without the lock; the count is raised before PF_EXITING is read, each
  * side with a full barrier, so that either this sees PF_EXITING or the
- * exit probe sees the count and waits for the lock (and the record).
- * Context: cdsm_lock held.
+ * exit probe (cdsm_task_exited()) sees the count and waits for the lock
+ * (and the record).
+ *
+ * Context: cdsm_tasks_lock() held; does not sleep.
+ * Return: the new record, or NULL (refused or counted as a failure).
  */
-static struct cdsm_task *cdsm_app_add_task(struct cdsm_app *app,
-					   struct task_struct *p)
+struct cdsm_task *cdsm_app_add_task(struct cdsm_app *app, struct task_struct *p)
 {
 	u32 idx = app->nr_tasks, c = idx / CDSM_TASK_CHUNK;
 	struct mem_cgroup *old_memcg;
@@ -155,7 +210,7 @@ static struct cdsm_task *cdsm_app_add_task(struct cdsm_app *app,
 		return NULL;
 	}
 	atomic_inc(&cdsm_nr_live_tasks);
-	/* Count raised before PF_EXITING is read: pairs with cdsm_probe_exit(). */
+	/* Count raised before PF_EXITING is read: pairs with cdsm_task_exited(). */
 	smp_mb__after_atomic();
 	if (READ_ONCE(p->flags) & PF_EXITING) {
 		atomic_dec(&cdsm_nr_live_tasks);
@@ -256,14 +311,30 @@ static void cdsm_app_exit_task(struct cdsm_app *app, struct cdsm_task *t)
 		cdsm_app_end(app);
 }
 
-static struct cdsm_app *cdsm_app_of(const struct cdsm_task *t)
+/**
+ * cdsm_app_of_task() - the application of a task record.
+ * @t:	a live record (from cdsm_task_lookup()).
+ *
+ * Context: cdsm_tasks_lock() held.
+ * Return: its application.
+ */
+struct cdsm_app *cdsm_app_of_task(const struct cdsm_task *t)
 {
 	return cdsm_apps[cdsm_sharer_app(t->sharer) & 0xff];
 }
 
-/* A new application in a free slot. Context: cdsm_lock held. */
-static struct cdsm_app *cdsm_app_create(u32 kind, struct task_struct *first,
-					struct cgroup *cgrp, gfp_t gfp)
+/**
+ * cdsm_app_create() - a new application in a free slot, no task yet.
+ * @kind:	enum cdsm_track_kind.
+ * @root_pid:	its root process as user space names it, 0 for a cgroup.
+ * @cgrp:	the tracked cgroup (the application takes the reference), or NULL.
+ * @gfp:	allocation flags, atomic ones (cdsm_tasks_lock() is held).
+ *
+ * Context: cdsm_tasks_lock() held.
+ * Return: the application, ERR_PTR(-ENOSPC) (no free slot) or
+ * ERR_PTR(-ENOMEM) (counted).
+ */
+struct cdsm_app *cdsm_app_create(u32 kind, pid_t root_pid, struct cgroup *cgrp, gfp_t gfp)
 {
 	u32 max_tasks = READ_ONCE(cdsm_params.max_tasks);
 	u32 nr_chunks = DIV_ROUND_UP(max_tasks, CDSM_TASK_CHUNK);
@@ -308,8 +379,7 @@ static struct cdsm_app *cdsm_app_create(u32 kind, struct task_struct *first,
 	app->start_ns = ktime_get_boottime_ns();
 	/* The first task's, once it joins (cdsm_app_set_owner()). */
 	app->uid = INVALID_UID;
-	if (first)
-		app->root_pid = task_tgid_nr(first);
+	app->root_pid = root_pid;
 	/* Publish the initialised application to the lockless worker. */
 	smp_store_release(&cdsm_apps[slot], app);
 	atomic_inc(&cdsm_nr_apps);
@@ -320,18 +390,19 @@ nomem:
 	return ERR_PTR(-ENOMEM);
 }
 
-/* Adds every thread of @leader's process. Context: cdsm_lock, RCU. */
-static void cdsm_app_add_threads(struct cdsm_app *app, struct task_struct *leader)
+/**
+ * cdsm_app_add_threads() - add every thread of a process (cdsm_app_add_task()).
+ * @app:	the application.
+ * @leader:	the process's leader.
+ *
+ * Context: cdsm_tasks_lock() and rcu_read_lock() held.
+ */
+void cdsm_app_add_threads(struct cdsm_app *app, struct task_struct *leader)
 {
 	struct task_struct *t;
 
 	for_each_thread(leader, t)
 		cdsm_app_add_task(app, t);
-}
-
-static bool cdsm_in_cgroup(struct task_struct *p, struct cgroup *cgrp)
-{
-	return cgroup_is_descendant(task_dfl_cgroup(p), cgrp);
 }
 
 /*
@@ -343,15 +414,62 @@ static bool cdsm_app_open_cgroup(const struct cdsm_app *app)
 	return app && app->cgrp && !(app->flags & (CDSM_APP_ENDED | CDSM_APP_UNTRACKED));
 }
 
-/* An application still takes @cgrp's new tasks. Context: cdsm_lock held. */
-static bool cdsm_cgroup_taken(struct cgroup *cgrp)
+/**
+ * cdsm_app_open_at() - the application that still takes new tasks of exactly
+ * this cgroup (there is at most one: cdsm_track_cgroup() refuses a second).
+ * @cgrp:	the cgroup.
+ *
+ * Context: cdsm_tasks_lock() held.
+ * Return: the application, or NULL.
+ */
+struct cdsm_app *cdsm_app_open_at(struct cgroup *cgrp)
 {
 	int slot;
 
 	for (slot = 0; slot < CDSM_MAX_APPS; slot++)
 		if (cdsm_app_open_cgroup(cdsm_apps[slot]) && cdsm_apps[slot]->cgrp == cgrp)
-			return true;
-	return false;
+			return cdsm_apps[slot];
+	return NULL;
+}
+
+/**
+ * cdsm_app_open_in() - the first application (by slot) that still takes new
+ * tasks of a cgroup that is @cgrp or one of its ancestors.
+ * @cgrp:	the cgroup of a task.
+ *
+ * Context: cdsm_tasks_lock() and rcu_read_lock() held.
+ * Return: the application, or NULL.
+ */
+struct cdsm_app *cdsm_app_open_in(struct cgroup *cgrp)
+{
+	int slot;
+
+	for (slot = 0; slot < CDSM_MAX_APPS; slot++)
+		if (cdsm_app_open_cgroup(cdsm_apps[slot]) &&
+		    cgroup_is_descendant(cgrp, cdsm_apps[slot]->cgrp))
+			return cdsm_apps[slot];
+	return NULL;
+}
+
+/**
+ * cdsm_app_end_cgroup() - end the applications of a removed cgroup that no
+ * task joined or whose tasks all exited.
+ * @cgrp:	the cgroup.
+ *
+ * Context: any but hard interrupt; takes cdsm_tasks_lock().
+ */
+void cdsm_app_end_cgroup(struct cgroup *cgrp)
+{
+	struct cdsm_app *app;
+	int slot;
+
+	spin_lock(&cdsm_lock);
+	for (slot = 0; slot < CDSM_MAX_APPS; slot++) {
+		app = cdsm_apps[slot];
+		if (cdsm_app_open_cgroup(app) && app->cgrp == cgrp && !app->nr_live)
+			cdsm_app_end(app);
+	}
+	spin_unlock(&cdsm_lock);
 }
 
 /* @p's process was untracked (see cdsm_untracked_list). Context: cdsm_lock. */
@@ -388,54 +506,38 @@ static bool cdsm_auto_quota_ok(kuid_t uid)
 	return all < READ_ONCE(cdsm_auto_max_apps) && mine < READ_ONCE(cdsm_auto_per_uid);
 }
 
-/* Auto mode: a process that reached auto_threads threads. */
-static void cdsm_app_auto(struct task_struct *p)
+/**
+ * cdsm_app_create_auto() - auto mode: an application of @p's process, with
+ * every thread it has, unless the process was untracked before or the quota
+ * is reached (then counted in debugfs "registry").
+ * @p:		the task that made its process reach auto_threads threads.
+ *
+ * Context: cdsm_tasks_lock() and rcu_read_lock() held.
+ */
+void cdsm_app_create_auto(struct task_struct *p)
 {
-	unsigned int min_threads = READ_ONCE(cdsm_params.auto_threads);
 	struct cdsm_app *app;
 
-	if (!min_threads || get_nr_threads(p) < min_threads || !p->mm ||
-	    (p->flags & PF_EXITING) || cdsm_was_untracked(p))
+	if (cdsm_was_untracked(p))
 		return;
 	if (!cdsm_auto_quota_ok(task_euid(p))) {
 		cdsm_auto_refused++;
 		return;
 	}
-	app = cdsm_app_create(CDSM_TRACK_AUTO, p->group_leader, NULL, GFP_NOWAIT);
+	app = cdsm_app_create(CDSM_TRACK_AUTO, task_tgid_nr(p->group_leader), NULL, GFP_NOWAIT);
 	if (!IS_ERR(app))
 		cdsm_app_add_threads(app, p->group_leader);
 }
 
-static void cdsm_probe_fork(void *data, struct task_struct *parent,
-			    struct task_struct *child)
-{
-	struct cdsm_task *pt;
-	struct cdsm_app *app;
-	int slot;
-
-	if (!atomic_read(&cdsm_nr_apps) && !READ_ONCE(cdsm_params.auto_threads))
-		return;
-	spin_lock(&cdsm_lock);
-	rcu_read_lock();
-	pt = cdsm_task_lookup(parent);
-	if (pt) {
-		cdsm_app_add_task(cdsm_app_of(pt), child);
-		goto out;
-	}
-	for (slot = 0; slot < CDSM_MAX_APPS; slot++) {
-		app = cdsm_apps[slot];
-		if (cdsm_app_open_cgroup(app) && cdsm_in_cgroup(child, app->cgrp)) {
-			cdsm_app_add_task(app, child);
-			goto out;
-		}
-	}
-	cdsm_app_auto(child);
-out:
-	rcu_read_unlock();
-	spin_unlock(&cdsm_lock);
-}
-
-static void cdsm_probe_exit(void *data, struct task_struct *p)
+/**
+ * cdsm_task_exited() - a task passed its exit tracepoint: its record, if it
+ * has one, is marked exited and leaves the task hash.
+ * @p:	the exiting task (PF_EXITING set).
+ *
+ * Context: any but hard interrupt; takes cdsm_tasks_lock() only while tasks
+ * are tracked.
+ */
+void cdsm_task_exited(struct task_struct *p)
 {
 	struct cdsm_task *t;
 
@@ -446,250 +548,36 @@ static void cdsm_probe_exit(void *data, struct task_struct *p)
 	spin_lock(&cdsm_lock);
 	t = cdsm_task_lookup(p);
 	if (t)
-		cdsm_app_exit_task(cdsm_app_of(t), t);
-	spin_unlock(&cdsm_lock);
-}
-
-/* A task moved into a cgroup: join a tracked cgroup's application. */
-static void cdsm_probe_attach(void *data, struct cgroup *dst, const char *path,
-			      struct task_struct *p, bool threadgroup)
-{
-	struct cdsm_app *app;
-	int slot;
-
-	if (!atomic_read(&cdsm_nr_apps))
-		return;
-	spin_lock(&cdsm_lock);
-	rcu_read_lock();
-	for (slot = 0; slot < CDSM_MAX_APPS; slot++) {
-		app = cdsm_apps[slot];
-		if (!cdsm_app_open_cgroup(app) || !cgroup_is_descendant(dst, app->cgrp))
-			continue;
-		if (threadgroup)
-			cdsm_app_add_threads(app, p->group_leader);
-		else
-			cdsm_app_add_task(app, p);
-		break;
-	}
-	rcu_read_unlock();
-	spin_unlock(&cdsm_lock);
-}
-
-/*
- * A cgroup directory was removed (cgroup v2 removes only unpopulated ones): an
- * application of it that no task ever joined, or whose tasks all exited, ends.
- */
-static void cdsm_probe_rmdir(void *data, struct cgroup *cgrp, const char *path)
-{
-	struct cdsm_app *app;
-	int slot;
-
-	if (!atomic_read(&cdsm_nr_apps))
-		return;
-	spin_lock(&cdsm_lock);
-	for (slot = 0; slot < CDSM_MAX_APPS; slot++) {
-		app = cdsm_apps[slot];
-		if (cdsm_app_open_cgroup(app) && app->cgrp == cgrp && !app->nr_live)
-			cdsm_app_end(app);
-	}
+		cdsm_app_exit_task(cdsm_app_of_task(t), t);
 	spin_unlock(&cdsm_lock);
 }
 
 /**
- * struct cdsm_tp - a tracepoint cdsm attaches to.
- * @name:	its name.
- * @probe:	the probe function.
- * @tp:		the tracepoint, found at start.
- * @registered:	the probe is registered.
- */
-struct cdsm_tp {
-	const char *name;
-	void *probe;
-	struct tracepoint *tp;
-	bool registered;
-};
-
-static struct cdsm_tp cdsm_tps[] = {
-	{ .name = "sched_process_fork", .probe = cdsm_probe_fork },
-	{ .name = "sched_process_exit", .probe = cdsm_probe_exit },
-	{ .name = "cgroup_attach_task", .probe = cdsm_probe_attach },
-	{ .name = "cgroup_rmdir", .probe = cdsm_probe_rmdir },
-};
-
-static void cdsm_tp_find(struct tracepoint *tp, void *priv)
-{
-	int i;
-
-	for (i = 0; i < ARRAY_SIZE(cdsm_tps); i++)
-		if (!strcmp(tp->name, cdsm_tps[i].name))
-			cdsm_tps[i].tp = tp;
-}
-
-/**
- * cdsm_app_tracking_start() - attach to the task lifecycle tracepoints.
+ * cdsm_app_join() - cdsm_app_add_task() under the lock, for a walk over every
+ * task that holds only RCU (cdsm_track()), so that the lock is held per task
+ * and never for the length of the task list.
+ * @app:	the application.
+ * @p:		the task.
  *
- * Return: 0, or an error after a message naming the tracepoint.
+ * Context: rcu_read_lock() and cdsm_apps_lock() held; takes cdsm_tasks_lock().
  */
-int cdsm_app_tracking_start(void)
-{
-	int i, err;
-
-	for_each_kernel_tracepoint(cdsm_tp_find, NULL);
-	for (i = 0; i < ARRAY_SIZE(cdsm_tps); i++) {
-		if (!cdsm_tps[i].tp) {
-			pr_err("tracepoint %s not found\n", cdsm_tps[i].name);
-			err = -ENOENT;
-			goto fail;
-		}
-		err = tracepoint_probe_register(cdsm_tps[i].tp, cdsm_tps[i].probe, NULL);
-		if (err) {
-			pr_err("cannot attach to tracepoint %s: %d\n", cdsm_tps[i].name, err);
-			goto fail;
-		}
-		cdsm_tps[i].registered = true;
-	}
-	return 0;
-fail:
-	cdsm_app_tracking_stop();
-	return err;
-}
-
-/**
- * cdsm_app_tracking_stop() - detach from the tracepoints and wait until no
- * probe runs any more.
- */
-void cdsm_app_tracking_stop(void)
-{
-	int i;
-
-	for (i = 0; i < ARRAY_SIZE(cdsm_tps); i++) {
-		if (cdsm_tps[i].registered)
-			tracepoint_probe_unregister(cdsm_tps[i].tp, cdsm_tps[i].probe, NULL);
-		cdsm_tps[i].registered = false;
-	}
-	tracepoint_synchronize_unregister();
-}
-
-static bool cdsm_descends_from(struct task_struct *p, struct task_struct *root)
-{
-	for (; p && p->pid; p = rcu_dereference(p->real_parent)) {
-		if (p->tgid == root->tgid)
-			return true;
-		if (p == p->real_parent)
-			break;
-	}
-	return false;
-}
-
-/*
- * Adds @t, found by a walk over every task, unless it is tracked or exiting
- * (cdsm_app_add_task() checks both under cdsm_lock). The walk holds only RCU,
- * so that cdsm_lock is held per task and never for the length of the task
- * list. A task forked during the walk joins by the fork probe (its parent is
- * tracked) or by the walk (it is appended to the task list, possibly before
- * the fork probe runs); whichever comes second finds its record.
- * Context: rcu_read_lock() held, cdsm_apps_mutex held.
- */
-static void cdsm_app_scan_add(struct cdsm_app *app, struct task_struct *t)
+void cdsm_app_join(struct cdsm_app *app, struct task_struct *p)
 {
 	spin_lock(&cdsm_lock);
-	cdsm_app_add_task(app, t);
+	cdsm_app_add_task(app, p);
 	spin_unlock(&cdsm_lock);
 }
 
-/*
- * Creates the application of @root's process tree (@cgrp NULL; @root_pid is
- * its pid in the caller's namespace) or of cgroup @cgrp (@root NULL; the
- * application takes the reference), and adds the tasks present now.
- * Return: as cdsm_app_track_pid() and cdsm_app_track_cgroup().
- */
-static int cdsm_app_track(struct task_struct *root, pid_t root_pid, struct cgroup *cgrp,
-			  u32 *app_id)
-{
-	struct cdsm_app *app = ERR_PTR(-ENOENT);
-	struct task_struct *g, *t;
-
-	mutex_lock(&cdsm_apps_mutex);
-	spin_lock(&cdsm_lock);
-	rcu_read_lock();
-	if (root ? !!cdsm_task_lookup(root) : cdsm_cgroup_taken(cgrp))
-		app = ERR_PTR(-EEXIST);
-	else if (!root || (!(root->flags & PF_EXITING) && root->mm))
-		app = cdsm_app_create(root ? CDSM_TRACK_PID : CDSM_TRACK_CGROUP, root, cgrp,
-				      GFP_ATOMIC);
-	if (IS_ERR(app)) {
-		rcu_read_unlock();
-		spin_unlock(&cdsm_lock);
-		mutex_unlock(&cdsm_apps_mutex);
-		return PTR_ERR(app);
-	}
-	if (root) {
-		app->root_pid = root_pid;
-		cdsm_app_add_threads(app, root->group_leader);
-	}
-	spin_unlock(&cdsm_lock);
-	/* The walk over all tasks holds only RCU (see cdsm_app_scan_add). */
-	for_each_process_thread(g, t)
-		if (root ? cdsm_descends_from(t, root) : t->mm && cdsm_in_cgroup(t, cgrp))
-			cdsm_app_scan_add(app, t);
-	rcu_read_unlock();
-	*app_id = app->id;
-	mutex_unlock(&cdsm_apps_mutex);
-	return 0;
-}
-
 /**
- * cdsm_app_track_pid() - track a process tree.
- * @pid:	the process, in the caller's pid namespace.
- * @app_id:	out: the new application.
+ * cdsm_app_id() - an application's user-visible id.
+ * @app:	the application.
  *
- * The process, its threads and its descendants join now, and every task
- * they create later.
- *
- * Return: 0, -ENOENT (no such process), -EEXIST (already tracked),
- * -ENOSPC (no free slot) or -ENOMEM.
+ * Context: any; the id never changes.
+ * Return: the id.
  */
-int cdsm_app_track_pid(pid_t pid, u32 *app_id)
+u32 cdsm_app_id(const struct cdsm_app *app)
 {
-	struct task_struct *root;
-	int err;
-
-	rcu_read_lock();
-	root = pid_task(find_vpid(pid), PIDTYPE_PID);
-	if (root)
-		get_task_struct(root);
-	rcu_read_unlock();
-	if (!root)
-		return -ENOENT;
-	err = cdsm_app_track(root, pid, NULL, app_id);
-	put_task_struct(root);
-	return err;
-}
-
-/**
- * cdsm_app_track_cgroup() - track a cgroup v2 directory.
- * @path:	path relative to the cgroup2 root.
- * @app_id:	out: the new application.
- *
- * Every task in the cgroup or below joins now, and every task that enters
- * it later (by fork or by moving in), until the application ends (its last
- * task exits) or is untracked; tracking the directory again then starts a new
- * application.
- *
- * Return: 0, -ENOENT (no such cgroup), -EEXIST (an application of this
- * cgroup still takes tasks), -ENOSPC or -ENOMEM.
- */
-int cdsm_app_track_cgroup(const char *path, u32 *app_id)
-{
-	struct cgroup *cgrp = cgroup_get_from_path(path);
-	int err;
-
-	if (IS_ERR(cgrp))
-		return -ENOENT;
-	err = cdsm_app_track(NULL, 0, cgrp, app_id);
-	if (err)
-		cgroup_put(cgrp);
-	return err;
+	return app->id;
 }
 
 /**

@@ -1,9 +1,12 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * cdsm applications and their tasks: which tasks are tracked, in which
- * application, at which matrix index. Tasks join from the fork tracepoint
- * (atomic context) and from CDSM_IOC_TRACK; the fault path finds the current
- * task with cdsm_task_lookup() under RCU.
+ * cdsm registry: applications and their tasks, which tasks are tracked, in
+ * which application, at which matrix index. Tasks join from the tracepoints
+ * (atomic context) and from CDSM_IOC_TRACK (cdsm_track.c); the fault path
+ * finds the current task's sharer id under RCU. Locks: cdsm_apps_lock() (a
+ * mutex) keeps applications in their slots; cdsm_tasks_lock() (a spinlock)
+ * guards membership; each application's matrix has its own mutex. Each
+ * function's kernel-doc says which it takes or needs.
  */
 #ifndef _CDSM_APP_H
 #define _CDSM_APP_H
@@ -15,6 +18,9 @@
 #include <linux/sched.h>
 #include <linux/types.h>
 #include <linux/uidgid.h>
+
+struct cgroup;
+struct dentry;
 
 #include "cdsm_core.h"
 #include "cdsm_params.h"
@@ -117,22 +123,60 @@ struct cdsm_app {
 	atomic64_t kmem_bytes;
 };
 
-/* Serialises creation and removal of applications with the worker. */
+/* The registry's locks, for cdsm_worker.c, cdsm_rearm.c and cdsm_dev.c (to go). */
 extern struct mutex cdsm_apps_mutex;
-/* Protects task membership, the task hash and the application table. */
 extern spinlock_t cdsm_lock;
 /* The application table; a slot changes under both locks above. */
 extern struct cdsm_app *cdsm_apps[CDSM_MAX_APPS];
-/* Number of tasks in the task hash: the fault path's first check. */
+/* Number of tasks in the task hash: read only through cdsm_tasks_tracked(). */
 extern atomic_t cdsm_nr_live_tasks;
-/* Number of applications in the table. */
+/* Number of applications in the table: read only through cdsm_apps_tracked(). */
 extern atomic_t cdsm_nr_apps;
 
-int cdsm_app_tracking_start(void);
-void cdsm_app_tracking_stop(void);
-void cdsm_apps_free_all(void);
+/**
+ * cdsm_tasks_tracked() - some task is in the task hash: the fault path's
+ * first, lockless check.
+ *
+ * Context: any.
+ * Return: true if so (a hint: the task hash decides).
+ */
+static inline bool cdsm_tasks_tracked(void)
+{
+	return atomic_read(&cdsm_nr_live_tasks);
+}
 
+/**
+ * cdsm_apps_tracked() - some application is in the table: the tracepoint
+ * probes' first, lockless check.
+ *
+ * Context: any.
+ * Return: true if so (a hint).
+ */
+static inline bool cdsm_apps_tracked(void)
+{
+	return atomic_read(&cdsm_nr_apps);
+}
+
+void cdsm_apps_lock(void);
+void cdsm_apps_unlock(void);
+void cdsm_tasks_lock(void);
+void cdsm_tasks_unlock(void);
+
+/* Membership, for the tracking code (cdsm_track.c). */
 struct cdsm_task *cdsm_task_lookup(struct task_struct *p);
+struct cdsm_app *cdsm_app_of_task(const struct cdsm_task *t);
+struct cdsm_task *cdsm_app_add_task(struct cdsm_app *app, struct task_struct *p);
+void cdsm_app_add_threads(struct cdsm_app *app, struct task_struct *leader);
+void cdsm_app_join(struct cdsm_app *app, struct task_struct *p);
+void cdsm_task_exited(struct task_struct *p);
+struct cdsm_app *cdsm_app_create(u32 kind, pid_t root_pid, struct cgroup *cgrp, gfp_t gfp);
+void cdsm_app_create_auto(struct task_struct *p);
+struct cdsm_app *cdsm_app_open_at(struct cgroup *cgrp);
+struct cdsm_app *cdsm_app_open_in(struct cgroup *cgrp);
+void cdsm_app_end_cgroup(struct cgroup *cgrp);
+u32 cdsm_app_id(const struct cdsm_app *app);
+
+void cdsm_apps_free_all(void);
 struct cdsm_task *cdsm_app_task(struct cdsm_app *app, u32 index);
 void cdsm_task_refresh(struct cdsm_app *app, struct cdsm_task *t);
 bool cdsm_app_readable(const struct cdsm_app *app, kuid_t euid, bool admin);
@@ -140,8 +184,6 @@ void cdsm_app_debugfs_init(struct dentry *dir);
 void cdsm_app_exit(void);
 bool cdsm_app_clear_pending(void);
 
-int cdsm_app_track_pid(pid_t pid, u32 *app_id);
-int cdsm_app_track_cgroup(const char *path, u32 *app_id);
 struct cdsm_app *cdsm_app_get(u32 id);
 void cdsm_app_put(struct cdsm_app *app);
 int cdsm_app_untrack(struct cdsm_app *app, bool remember);

@@ -35,6 +35,7 @@
 #include "cdsm_params.h"
 #include "cdsm_rearm.h"
 #include "cdsm_stats.h"
+#include "cdsm_track.h"
 #include "cdsm_worker.h"
 
 /*
@@ -321,7 +322,7 @@ static long cdsm_ioc_track(struct file *file, unsigned int nr, void __user *uarg
 	case CDSM_TRACK_PID:
 		if (a.pid <= 0)
 			return -EINVAL;
-		err = cdsm_app_track_pid(a.pid, &a.app_id);
+		err = cdsm_track_pid(a.pid, &a.app_id);
 		break;
 	case CDSM_TRACK_CGROUP:
 		if (!a.path_len || a.path_len >= PATH_MAX)
@@ -329,7 +330,7 @@ static long cdsm_ioc_track(struct file *file, unsigned int nr, void __user *uarg
 		path = memdup_user_nul(u64_to_user_ptr(a.path_ptr), a.path_len);
 		if (IS_ERR(path))
 			return PTR_ERR(path);
-		err = strlen(path) == a.path_len ? cdsm_app_track_cgroup(path, &a.app_id) :
+		err = strlen(path) == a.path_len ? cdsm_track_cgroup(path, &a.app_id) :
 						   -EINVAL;
 		kfree(path);
 		break;

@@ -185,7 +185,7 @@ static int cdsm_fault_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 	bool protnone;
 
 	cdsm_stat_add(CDSM_STAT_FAULTS, 1);
-	if (!atomic_read(&cdsm_nr_live_tasks) || !current->mm ||
+	if (!cdsm_tasks_tracked() || !current->mm ||
 	    vma->vm_mm != current->mm || !cdsm_vma_recorded(vma))
 		return 1;
 	rcu_read_lock();

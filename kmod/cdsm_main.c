@@ -19,6 +19,7 @@
 #include "cdsm_netlink.h"
 #include "cdsm_params.h"
 #include "cdsm_rearm.h"
+#include "cdsm_track.h"
 #include "cdsm_worker.h"
 
 #define CDSM_VERSION "0.2.0"
@@ -45,7 +46,7 @@ static int __init cdsm_init(void)
 	err = cdsm_worker_start();
 	if (err)
 		goto fail_worker;
-	err = cdsm_app_tracking_start();
+	err = cdsm_track_start();
 	if (err)
 		goto fail_tracking;
 	err = cdsm_fault_start();
@@ -66,7 +67,7 @@ static int __init cdsm_init(void)
 fail_dev:
 	cdsm_fault_stop();
 fail_fault:
-	cdsm_app_tracking_stop();
+	cdsm_track_stop();
 fail_tracking:
 	cdsm_worker_stop();
 	cdsm_apps_free_all();
@@ -83,7 +84,7 @@ static void __exit cdsm_exit(void)
 	debugfs_remove_recursive(cdsm_debugfs);
 	cdsm_dev_exit();
 	cdsm_fault_stop();
-	cdsm_app_tracking_stop();
+	cdsm_track_stop();
 	cdsm_worker_stop();
 	cdsm_apps_free_all();
 	cdsm_app_exit();
