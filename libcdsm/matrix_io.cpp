@@ -112,12 +112,34 @@ std::string format_matrix_csv(const CommMatrix& matrix) {
     return out;
 }
 
-TaskMatrix parse_matrix_json(std::string_view text, std::string_view name) {
-    const auto json = nlohmann::json::parse(text, nullptr, false);
-    if (json.is_discarded()) throw Error(name, "malformed JSON");
-    if (!json.is_object() || !json.contains("matrix") || !json["matrix"].is_array())
-        throw Error(name, "has no \"matrix\" array");
-    const auto& rows = json["matrix"];
+nlohmann::json matrix_json(const CommMatrix& matrix, MatrixLayout layout,
+                           std::span<const std::int64_t> tasks) {
+    if (!tasks.empty() && tasks.size() != matrix.size())
+        throw Error("task list of " + std::to_string(tasks.size()) + " ids",
+                    "does not match the matrix of " + std::to_string(matrix.size()) + " tasks");
+    nlohmann::json out{{"schema", kMatrixSchema}, {"dim", matrix.size()}};
+    if (layout == MatrixLayout::kDense) {
+        nlohmann::json rows = nlohmann::json::array();
+        for (std::size_t i = 0; i < matrix.size(); ++i) {
+            nlohmann::json row = nlohmann::json::array();
+            for (std::size_t j = 0; j < matrix.size(); ++j) row.push_back(matrix.at(i, j));
+            rows.push_back(std::move(row));
+        }
+        out["matrix"] = std::move(rows);
+    } else {
+        nlohmann::json entries = nlohmann::json::array();
+        matrix.for_each_pair([&](std::size_t i, std::size_t j, CommMatrix::Value v) {
+            entries.push_back({i, j, v});
+        });
+        out["entries"] = std::move(entries);
+    }
+    if (!tasks.empty()) out["tasks"] = std::vector<std::int64_t>(tasks.begin(), tasks.end());
+    return out;
+}
+
+namespace {
+
+CommMatrix dense_from_json(const nlohmann::json& rows, std::string_view name) {
     std::vector<double> values;
     for (std::size_t r = 0; r < rows.size(); ++r) {
         if (!rows[r].is_array())
@@ -130,13 +152,63 @@ TaskMatrix parse_matrix_json(std::string_view text, std::string_view name) {
             values.push_back(rows[r][c].get<double>());
         }
     }
-    TaskMatrix out{{}, CommMatrix::from_square(values, rows.size(), name)};
+    return CommMatrix::from_square(values, rows.size(), name);
+}
+
+// A whole number >= 0 (parsed JSON holds those as unsigned, a json built in C++ may not).
+bool is_whole(const nlohmann::json& v) {
+    return v.is_number_unsigned() || (v.is_number_integer() && v.get<std::int64_t>() >= 0);
+}
+
+CommMatrix sparse_from_json(const nlohmann::json& dim, const nlohmann::json& entries,
+                            std::string_view name) {
+    if (!is_whole(dim)) throw Error(name, "has \"entries\" but no \"dim\"");
+    const auto n = dim.get<std::uint64_t>();
+    // A dim far beyond the entries would only allocate memory (the module tracks at most 8192
+    // tasks).
+    constexpr std::uint64_t kMaxSparseDim = 1u << 16;
+    if (n > kMaxSparseDim)
+        throw Error(name,
+                    "\"dim\" " + std::to_string(n) + " is above " + std::to_string(kMaxSparseDim));
+    CommMatrix matrix(n);
+    for (std::size_t k = 0; k < entries.size(); ++k) {
+        const auto& e = entries[k];
+        const auto bad = [&](const std::string& why) {
+            return Error(name, "entry " + std::to_string(k) + " " + e.dump() + ": " + why);
+        };
+        if (!e.is_array() || e.size() != 3 || !is_whole(e[0]) || !is_whole(e[1]) || !is_whole(e[2]))
+            throw bad("is not [i, j, value] of whole numbers");
+        const auto i = e[0].get<std::uint64_t>(), j = e[1].get<std::uint64_t>();
+        if (i >= n || j >= n || i == j) throw bad("is not a pair of two tasks below dim");
+        matrix.set(i, j, e[2].get<std::uint64_t>());
+    }
+    return matrix;
+}
+
+}  // namespace
+
+CommMatrix matrix_from_json(const nlohmann::json& object, std::string_view name) {
+    if (!object.is_object()) throw Error(name, "is not a JSON object");
+    for (const char* dense : {"matrix", "cells"}) {
+        if (const auto it = object.find(dense); it != object.end() && it->is_array())
+            return dense_from_json(*it, name);
+    }
+    if (const auto it = object.find("entries"); it != object.end() && it->is_array())
+        return sparse_from_json(object.contains("dim") ? object["dim"] : nlohmann::json(), *it,
+                                name);
+    throw Error(name, "has no \"matrix\" array");
+}
+
+TaskMatrix parse_matrix_json(std::string_view text, std::string_view name) {
+    const auto json = nlohmann::json::parse(text, nullptr, false);
+    if (json.is_discarded()) throw Error(name, "malformed JSON");
+    TaskMatrix out{{}, matrix_from_json(json, name)};
     if (json.contains("tasks")) {
         const auto& tasks = json["tasks"];
         if (!tasks.is_array()) throw Error(name, "\"tasks\" is not an array");
-        if (tasks.size() != rows.size())
+        if (tasks.size() != out.matrix.size())
             throw Error(name, "lists " + std::to_string(tasks.size()) +
-                                  " tasks but the matrix has " + std::to_string(rows.size()) +
+                                  " tasks but the matrix has " + std::to_string(out.matrix.size()) +
                                   " rows");
         for (const auto& id : tasks) {
             if (!id.is_number_integer())
@@ -148,18 +220,7 @@ TaskMatrix parse_matrix_json(std::string_view text, std::string_view name) {
 }
 
 std::string format_matrix_json(const CommMatrix& matrix, std::span<const std::int64_t> tasks) {
-    if (!tasks.empty() && tasks.size() != matrix.size())
-        throw Error("task list of " + std::to_string(tasks.size()) + " ids",
-                    "does not match the matrix of " + std::to_string(matrix.size()) + " tasks");
-    nlohmann::json rows = nlohmann::json::array();
-    for (std::size_t i = 0; i < matrix.size(); ++i) {
-        nlohmann::json row = nlohmann::json::array();
-        for (std::size_t j = 0; j < matrix.size(); ++j) row.push_back(matrix.at(i, j));
-        rows.push_back(std::move(row));
-    }
-    nlohmann::json out{{"matrix", std::move(rows)}};
-    if (!tasks.empty()) out["tasks"] = std::vector<std::int64_t>(tasks.begin(), tasks.end());
-    return out.dump() + "\n";
+    return matrix_json(matrix, MatrixLayout::kDense, tasks).dump() + "\n";
 }
 
 TaskMatrix read_matrix_file(const std::filesystem::path& path) {

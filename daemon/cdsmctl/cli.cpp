@@ -10,6 +10,7 @@
 
 #include "cdsm/error.hpp"
 #include "cdsm/mapper.hpp"
+#include "cdsm/topology_json.hpp"
 #include "cdsm/version.hpp"
 #include "client.hpp"
 #include "commands.hpp"
@@ -157,7 +158,7 @@ int dispatch(CLI::App& app, Options& o) {
     if (name == "topology") {
         if (o.topology.empty()) return show_topology(client, o.json, out);
         const cdsm::Topology topology = load_topology(o.topology);
-        const auto json = topology_json(topology, cdsm::Distances(topology));
+        const auto json = cdsm::topology_json(topology, cdsm::Distances(topology));
         if (o.json)
             print_json(out, json);
         else

@@ -204,43 +204,9 @@ void print_mapping(const nlohmann::json& m, std::ostream& out) {
         out << (applied.get<bool>() ? "applied: yes\n" : "applied: no (dry run or no gain)\n");
 }
 
-nlohmann::json topology_json(const cdsm::Topology& topology, const cdsm::Distances& distances) {
-    nlohmann::json levels = nlohmann::json::array();
-    for (std::size_t level = 0; level < topology.level_count(); ++level) {
-        std::size_t lo = 0, hi = 0;
-        if (level + 1 < topology.level_count()) {
-            lo = SIZE_MAX;
-            for (std::uint32_t node = 0; node < topology.node_count(level); ++node) {
-                const std::size_t arity = topology.children(level, node).size();
-                lo = std::min(lo, arity);
-                hi = std::max(hi, arity);
-            }
-        }
-        levels.push_back({{"depth", level},
-                          {"kind", cdsm::to_string(topology.level_kind(level))},
-                          {"nodes", topology.node_count(level)},
-                          {"arity_min", lo},
-                          {"arity_max", hi},
-                          {"cost", distances.level_cost(level)}});
-    }
-    nlohmann::json pus = nlohmann::json::array(), table = nlohmann::json::array();
-    for (cdsm::PuId id = 0; id < topology.pu_count(); ++id) {
-        pus.push_back({{"id", id},
-                       {"logical_index", topology.pu(id).logical_index},
-                       {"os_index", topology.pu(id).os_index}});
-        nlohmann::json row = nlohmann::json::array();
-        for (cdsm::PuId other = 0; other < topology.pu_count(); ++other)
-            row.push_back(distances(id, other));
-        table.push_back(std::move(row));
-    }
-    return {{"source", topology.source()},          {"summary", topology.describe()},
-            {"symmetric", topology.is_symmetric()}, {"pu_count", topology.pu_count()},
-            {"levels", std::move(levels)},          {"pus", std::move(pus)},
-            {"distances", std::move(table)}};
-}
-
 void print_topology(const nlohmann::json& t, std::ostream& out) {
-    // cdsmd's reply has no depth, arities or symmetry: what is absent is derived or shown as "-".
+    // A cdsmd older than the schema cdsm-topology/1 sends no depth, arities or symmetry: what is
+    // absent is derived or shown as "-".
     out << fmt::format("{}: {} ({} PUs{})\n", cell(field(t, "source")), cell(field(t, "summary")),
                        field(t, "pus").size(),
                        field(t, "symmetric") == false ? ", asymmetric" : "");

@@ -65,8 +65,6 @@ cdsm::Topology load_topology(const std::string& spec);
 cdsm::TaskMatrix load_matrix(const std::string& path);
 int map_offline(const MapOptions& options, std::ostream& out);
 int show_file(const ShowOptions& options, std::ostream& out);
-/// The topology's levels, PUs and distances (JSON.md "topology").
-nlohmann::json topology_json(const cdsm::Topology& topology, const cdsm::Distances& distances);
 void print_topology(const nlohmann::json& topology, std::ostream& out);
 /// Prints a placement with its costs: map_offline's JSON or cdsmd's map reply.
 void print_mapping(const nlohmann::json& mapping, std::ostream& out);

@@ -59,21 +59,8 @@ std::string_view to_string(Axis axis) noexcept {
 
 LabelledMatrix from_daemon_matrix(const nlohmann::json& reply, Axis by, std::string title,
                                   std::string_view source) {
-    const auto& cells = field(reply, "cells");
-    if (!cells.is_array()) throw cdsm::Error(source, "has no \"cells\" array");
-    const std::size_t n = cells.size();
-    std::vector<double> values;
-    values.reserve(n * n);
-    for (std::size_t r = 0; r < n; ++r) {
-        if (!cells[r].is_array() || cells[r].size() != n)
-            throw cdsm::Error(source, fmt::format("row {} does not have {} cells", r, n));
-        for (const auto& v : cells[r]) {
-            if (!v.is_number())
-                throw cdsm::Error(source, fmt::format("row {}: {} is not a number", r, v.dump()));
-            values.push_back(v.get<double>());
-        }
-    }
-    const cdsm::CommMatrix matrix = cdsm::CommMatrix::from_square(values, n, source);
+    const cdsm::CommMatrix matrix = cdsm::matrix_from_json(reply, source);
+    const std::size_t n = matrix.size();
 
     // Task objects by matrix row; rows the reply does not describe stay null.
     std::vector<nlohmann::json> task_of(n);
@@ -141,8 +128,7 @@ std::string matrix_csv(const LabelledMatrix& m) {
 }
 
 nlohmann::json matrix_json(const LabelledMatrix& m) {
-    nlohmann::json out = nlohmann::json::parse(cdsm::format_matrix_json(m.matrix, m.tids));
-    out["dim"] = m.matrix.size();
+    nlohmann::json out = cdsm::matrix_json(m.matrix, cdsm::MatrixLayout::kDense, m.tids);
     out["by"] = m.axis;
     out["labels"] = m.labels;
     out["title"] = m.title;

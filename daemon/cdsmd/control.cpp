@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 
 #include <cdsm/mapper.hpp>
+#include <cdsm/topology_json.hpp>
 #include <cdsm/version.hpp>
 #include <charconv>
 #include <cstring>
@@ -139,26 +140,7 @@ Json Daemon::stats_json() const {
 }
 
 Json Daemon::topology_json() const {
-    const Topology& t = planner_->machine();
-    const Distances& d = planner_->distances();
-    Json levels = Json::array(), pus = Json::array(), distances = Json::array();
-    for (std::size_t l = 0; l < t.level_count(); ++l) {
-        levels.push_back({{"kind", to_string(t.level_kind(l))},
-                          {"nodes", t.node_count(l)},
-                          {"cost", d.level_cost(l)}});
-    }
-    for (PuId p = 0; p < t.pu_count(); ++p) {
-        pus.push_back(
-            {{"id", p}, {"os_index", t.pu(p).os_index}, {"logical_index", t.pu(p).logical_index}});
-        Json row = Json::array();
-        for (PuId q = 0; q < t.pu_count(); ++q) row.push_back(d(p, q));
-        distances.push_back(std::move(row));
-    }
-    return {{"source", t.source()},
-            {"summary", t.describe()},
-            {"levels", levels},
-            {"pus", pus},
-            {"distances", distances}};
+    return cdsm::topology_json(planner_->machine(), planner_->distances());
 }
 
 Json Daemon::handle(const Json& request, const control::PeerCredentials& creds) {

@@ -5,6 +5,7 @@
 #include <limits.h>
 
 #include <algorithm>
+#include <cdsm/matrix_io.hpp>
 #include <cstdint>
 #include <string_view>
 
@@ -105,26 +106,22 @@ void check_matrix_cells(std::uint64_t cells, bool sparse, std::uint32_t app_id) 
 }
 
 Json matrix_cells(const CommMatrix& m, bool sparse, std::uint32_t app_id) {
-    const std::size_t dim = m.size();
     if (!sparse) {
-        check_matrix_cells(std::uint64_t(dim) * dim, false, app_id);
-        Json cells = Json::array();
-        for (std::size_t i = 0; i < dim; ++i) {
-            std::vector<CommMatrix::Value> row(dim);
-            for (std::size_t k = 0; k < dim; ++k) row[k] = m.at(i, k);
-            cells.push_back(std::move(row));
-        }
-        return {{"cells", std::move(cells)}};
+        check_matrix_cells(std::uint64_t(m.size()) * m.size(), false, app_id);
+    } else {
+        std::uint64_t nonzero = 0;
+        m.for_each_pair([&](std::size_t, std::size_t, CommMatrix::Value) { ++nonzero; });
+        check_matrix_cells(nonzero, true, app_id);
     }
-    // Symmetric: the cells above the diagonal say it all.
-    std::uint64_t nonzero = 0;
-    m.for_each_pair([&](std::size_t, std::size_t, CommMatrix::Value) { ++nonzero; });
-    check_matrix_cells(nonzero, true, app_id);
-    Json entries = Json::array();
-    m.for_each_pair([&](std::size_t i, std::size_t k, CommMatrix::Value v) {
-        entries.push_back({i, k, v});
-    });
-    return {{"entries", std::move(entries)}};
+    Json j = matrix_json(m, sparse ? MatrixLayout::kSparse : MatrixLayout::kDense);
+    // Protocol 1 predates the schema cdsm-matrix/1: it names the dense rows "cells" and has no
+    // "schema" member (docs/json.md).
+    j.erase("schema");
+    if (!sparse) {
+        j["cells"] = std::move(j["matrix"]);
+        j.erase("matrix");
+    }
+    return j;
 }
 
 }  // namespace cdsm::cdsmd

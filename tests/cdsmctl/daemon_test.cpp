@@ -70,7 +70,7 @@ json solver_daemon(const json& request) {
     if (cmd == "stats")
         return {{"kernel", {{"faults", 42}, {"status", {{"rearm_available", true}}}}},
                 {"daemon", {{"uptime_s", 12}, {"apps", 1}}}};
-    if (cmd == "topology")  // as cdsmd's Daemon::topology_json() sends it
+    if (cmd == "topology")  // as cdsmd sent it before cdsm-topology/1 (no depth, arities)
         return {{"source", "this machine"},
                 {"summary", "Machine:2 PU"},
                 {"levels", json::array({{{"kind", "Machine"}, {"nodes", 1}, {"cost", 10}},

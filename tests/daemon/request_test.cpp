@@ -83,8 +83,9 @@ TEST(MatrixAnswer, DenseRowsOrSparseCellsAboveTheDiagonal) {
     CommMatrix m(3);
     m.set(0, 1, 5);
     m.set(1, 2, 7);
-    EXPECT_EQ(matrix_cells(m, false, 1), (Json{{"cells", {{0, 5, 0}, {5, 0, 7}, {0, 7, 0}}}}));
-    EXPECT_EQ(matrix_cells(m, true, 1), (Json{{"entries", {{0, 1, 5}, {1, 2, 7}}}}));
+    EXPECT_EQ(matrix_cells(m, false, 1),
+              (Json{{"dim", 3}, {"cells", {{0, 5, 0}, {5, 0, 7}, {0, 7, 0}}}}));
+    EXPECT_EQ(matrix_cells(m, true, 1), (Json{{"dim", 3}, {"entries", {{0, 1, 5}, {1, 2, 7}}}}));
 }
 
 TEST(MatrixAnswer, IsBounded) {
@@ -102,7 +103,7 @@ TEST(MatrixAnswer, IsBounded) {
     // Sparse: what counts is the non-zero cells.
     CommMatrix m(1025);
     m.set(0, 1, 9);
-    EXPECT_EQ(matrix_cells(m, true, 3), (Json{{"entries", {{0, 1, 9}}}}));
+    EXPECT_EQ(matrix_cells(m, true, 3), (Json{{"dim", 1025}, {"entries", {{0, 1, 9}}}}));
     EXPECT_THROW(check_matrix_cells(kMaxMatrixCells + 1, true, 3), ProtocolError);
 }
 

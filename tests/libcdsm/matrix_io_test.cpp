@@ -72,5 +72,44 @@ TEST(MatrixIo, BadJsonNamesTheProblemAndTheInput) {
                 HasSubstr("task list of 1 ids: does not match the matrix of 2 tasks"));
 }
 
+TEST(MatrixJson, OneSchemaDenseOrSparseReadBackTheSame) {
+    const CommMatrix m = patterns::random_sparse(300, 3, 9);  // stored sparsely
+    const nlohmann::json dense = matrix_json(m, MatrixLayout::kDense);
+    const nlohmann::json sparse = matrix_json(m, MatrixLayout::kSparse);
+    for (const auto* j : {&dense, &sparse}) {
+        EXPECT_EQ(j->at("schema"), kMatrixSchema);
+        EXPECT_EQ(j->at("dim"), 300);
+        EXPECT_EQ(matrix_from_json(*j, "m"), m);
+    }
+    EXPECT_EQ(dense.at("matrix").size(), 300u);
+    std::size_t pairs = 0;
+    m.for_each_pair([&](std::size_t, std::size_t, CommMatrix::Value) { ++pairs; });
+    EXPECT_EQ(sparse.at("entries").size(), pairs);
+    // cdsmd's protocol 1 names the dense rows "cells".
+    const nlohmann::json reply{{"dim", 2}, {"cells", {{0, 4}, {4, 0}}}};
+    EXPECT_EQ(matrix_from_json(reply, "reply").at(0, 1), 4u);
+}
+
+TEST(MatrixJson, BadEntriesNameTheEntry) {
+    EXPECT_THAT(error_of([] {
+                    matrix_from_json(nlohmann::json{{"entries", {{0, 1, 2}}}}, "m");
+                }),
+                HasSubstr("m: has \"entries\" but no \"dim\""));
+    EXPECT_THAT(error_of([] {
+                    matrix_from_json(nlohmann::json{{"dim", 2}, {"entries", {{0, 2, 1}}}}, "m");
+                }),
+                HasSubstr("m: entry 0 [0,2,1]: is not a pair of two tasks below dim"));
+    EXPECT_THAT(error_of([] {
+                    matrix_from_json(nlohmann::json{{"dim", 2}, {"entries", {{0, 1, -1}}}}, "m");
+                }),
+                HasSubstr("is not [i, j, value] of whole numbers"));
+    EXPECT_THAT(error_of([] {
+                    matrix_from_json(
+                        nlohmann::json{{"dim", 1u << 20}, {"entries", nlohmann::json::array()}},
+                        "m");
+                }),
+                HasSubstr("\"dim\" 1048576 is above 65536"));
+}
+
 }  // namespace
 }  // namespace cdsm

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "cdsm/error.hpp"
+#include "cdsm/topology_json.hpp"
 #include "test_support.hpp"
 
 namespace cdsm {
@@ -128,6 +129,21 @@ TEST(Topology, SyntheticMachinesWithMorePusThanAKernelRunsAreRefused) {
                 HasSubstr("contains a NUL byte"));
     EXPECT_THAT(error_of([] { (void)Topology::from_synthetic("555555\xff#9st:2"); }),
                 ::testing::Not(HasSubstr("hwloc could not load")));
+}
+
+TEST(TopologyJson, TheSchemaHasEveryField) {
+    const Topology t = Topology::from_synthetic("pack:2 core:2 pu:2");
+    const nlohmann::json j = topology_json(t, Distances(t));
+    EXPECT_EQ(j.at("schema"), kTopologySchema);
+    EXPECT_EQ(j.at("pu_count"), 8);
+    EXPECT_EQ(j.at("symmetric"), true);
+    EXPECT_EQ(j.at("pus").size(), 8u);
+    EXPECT_EQ(j.at("distances").size(), 8u);
+    ASSERT_EQ(j.at("levels").size(), t.level_count());
+    const auto& top = j.at("levels").at(0);
+    for (const char* key : {"depth", "kind", "nodes", "arity_min", "arity_max", "cost"})
+        EXPECT_TRUE(top.contains(key)) << key;
+    EXPECT_EQ(j.at("pus").at(1).at("os_index"), t.pu(1).os_index);
 }
 
 }  // namespace
