@@ -210,9 +210,11 @@ TaskMatrix parse_matrix_json(std::string_view text, std::string_view name) {
             throw Error(name, "lists " + std::to_string(tasks.size()) +
                                   " tasks but the matrix has " + std::to_string(out.matrix.size()) +
                                   " rows");
-        for (const auto& id : tasks) {
+        // Ids, or (a matrix answer of cdsmd saved as it came) task objects with their "tid".
+        for (const auto& task : tasks) {
+            const auto& id = task.is_object() && task.contains("tid") ? task["tid"] : task;
             if (!id.is_number_integer())
-                throw Error(name, "task id " + id.dump() + " is not an integer");
+                throw Error(name, "task id " + task.dump() + " is not an integer");
             out.tasks.push_back(id.get<std::int64_t>());
         }
     }

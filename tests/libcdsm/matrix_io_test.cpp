@@ -72,6 +72,21 @@ TEST(MatrixIo, BadJsonNamesTheProblemAndTheInput) {
                 HasSubstr("task list of 1 ids: does not match the matrix of 2 tasks"));
 }
 
+TEST(MatrixJson, ACdsmdMatrixAnswerSavedAsItCameReadsWithItsTaskIds) {
+    // As the Slurm plugin saves it: task objects, not ids; a task object without a tid is not one.
+    const auto read = parse_matrix_json(
+        R"({"app_id":1,"cells":[[0,5],[5,0]],"dim":2,"events":10,"ok":true,)"
+        R"("tasks":[{"index":0,"tid":341,"rank":null},{"index":1,"tid":342,"rank":null}]})",
+        "reply.json");
+    EXPECT_EQ(read.tasks, (std::vector<std::int64_t>{341, 342}));
+    EXPECT_EQ(read.matrix.at(0, 1), 5u);
+    EXPECT_THAT(error_of([] {
+                    parse_matrix_json(R"({"cells":[[0,1],[1,0]],"tasks":[{"index":0},{"tid":2}]})",
+                                      "reply.json");
+                }),
+                HasSubstr("reply.json: task id {\"index\":0} is not an integer"));
+}
+
 TEST(MatrixJson, OneSchemaDenseOrSparseReadBackTheSame) {
     const CommMatrix m = patterns::random_sparse(300, 3, 9);  // stored sparsely
     const nlohmann::json dense = matrix_json(m, MatrixLayout::kDense);

@@ -1,0 +1,101 @@
+# SPDX-License-Identifier: GPL-2.0
+# A single-node Slurm cluster inside the VM lab (sourced by a test running in tests/vm/run):
+# munged, slurmctld and slurmd from Debian's packages, cgroup v2 with proctrack/cgroup and
+# task/cgroup,task/affinity, so that jobs run as on a compute node. The host's root is read-only
+# in the guest: configuration, state, spool and logs live under $slurm_dir (a tmpfs).
+#
+# slurm_start [PLUGSTACK_LINE...]   starts the three daemons and waits until the node is idle;
+#                                   each argument is a line of plugstack.conf
+# slurm_stop                        stops them
+# slurm_user NAME UID               adds a user (in the guest only) for jobs of two users
+# Sets SLURM_CONF for the test's own srun/sbatch/squeue.
+slurm_dir=/run/cdsm-slurm
+export SLURM_CONF=$slurm_dir/slurm.conf
+
+slurm_user() {
+	# /etc is the host's, read-only: the guest gets its own copies of passwd and group.
+	local name=$1 uid=$2 f
+	for f in passwd group; do
+		if [[ ! -e $slurm_dir/etc/$f ]]; then
+			mkdir -p "$slurm_dir/etc"
+			cp "/etc/$f" "$slurm_dir/etc/$f"
+			mount --bind "$slurm_dir/etc/$f" "/etc/$f"
+		fi
+	done
+	echo "$name:x:$uid:$uid:cdsm lab user:/tmp:/bin/bash" >>"$slurm_dir/etc/passwd"
+	echo "$name:x:$uid:" >>"$slurm_dir/etc/group"
+}
+
+# The guest has only the loopback interface, and glibc's getaddrinfo() with AI_ADDRCONFIG (as
+# Slurm asks) finds no IPv4 address then: the node gets one more on lo.
+slurm_addr=10.77.0.1
+
+slurm_start() {
+	ip addr add "$slurm_addr/32" dev lo 2>/dev/null || true
+	# cgroup v2 as on a node booted with systemd: the controllers slurmd needs enabled down to
+	# system.slice, where it makes its slurmstepd.scope itself (IgnoreSystemd=yes).
+	echo "+cpuset +cpu +memory +pids" >/sys/fs/cgroup/cgroup.subtree_control
+	mkdir -p /sys/fs/cgroup/system.slice
+	echo "+cpuset +cpu +memory +pids" >/sys/fs/cgroup/system.slice/cgroup.subtree_control
+	mkdir -p "$slurm_dir"/{state,spool,munge}
+	chown munge:munge "$slurm_dir/munge"
+	chmod 0700 "$slurm_dir/munge"
+	mkdir -p /run/munge && chown munge:munge /run/munge && chmod 0755 /run/munge
+	setpriv --reuid=munge --regid=munge --clear-groups munged --force \
+		--log-file="$slurm_dir/munge/munged.log" --seed-file="$slurm_dir/munge/seed" \
+		--pid-file=/run/munge/munged.pid
+	local cpus sockets cores threads mem
+	cpus=$(nproc --all)
+	sockets=$(lscpu -p=SOCKET | grep -v '^#' | sort -u | wc -l)
+	cores=$(($(lscpu -p=CORE | grep -v '^#' | sort -u | wc -l) / sockets))
+	threads=$((cpus / sockets / cores))
+	mem=$(($(awk '$1 == "MemTotal:" { print int($2 / 1024) }' /proc/meminfo) - 256))
+	cat >"$slurm_dir/slurm.conf" <<-EOT
+		ClusterName=cdsmlab
+		SlurmctldHost=$(hostname)($slurm_addr)
+		SlurmUser=root
+		SlurmdUser=root
+		AuthType=auth/munge
+		CryptoType=crypto/munge
+		StateSaveLocation=$slurm_dir/state
+		SlurmdSpoolDir=$slurm_dir/spool
+		SlurmctldPidFile=$slurm_dir/slurmctld.pid
+		SlurmdPidFile=$slurm_dir/slurmd.pid
+		SlurmctldLogFile=$slurm_dir/slurmctld.log
+		SlurmdLogFile=$slurm_dir/slurmd.log
+		SlurmdDebug=debug
+		ProctrackType=proctrack/cgroup
+		TaskPlugin=task/cgroup,task/affinity
+		SelectType=select/cons_tres
+		SelectTypeParameters=CR_Core
+		SchedulerType=sched/builtin
+		ReturnToService=2
+		MpiDefault=none
+		JobAcctGatherType=jobacct_gather/none
+		PlugStackConfig=$slurm_dir/plugstack.conf
+		NodeName=$(hostname) NodeAddr=$slurm_addr CPUs=$cpus Sockets=$sockets CoresPerSocket=$cores ThreadsPerCore=$threads RealMemory=$mem State=UNKNOWN
+		PartitionName=lab Nodes=$(hostname) Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
+	EOT
+	cat >"$slurm_dir/cgroup.conf" <<-EOT
+		CgroupPlugin=cgroup/v2
+		IgnoreSystemd=yes
+		ConstrainCores=yes
+	EOT
+	printf '%s\n' "$@" >"$slurm_dir/plugstack.conf"
+	slurmctld -i
+	slurmd
+	local deadline=$((SECONDS + 120))
+	until sinfo -h -o %T 2>/dev/null | grep -qx idle; do
+		((SECONDS < deadline)) || {
+			tail -n 30 "$slurm_dir"/*.log "$slurm_dir/munge/munged.log" >&2
+			return 1
+		}
+		sleep 0.5
+	done
+}
+
+slurm_stop() {
+	scontrol shutdown 2>/dev/null || true
+	pkill -x slurmd || true
+	munged --stop 2>/dev/null || pkill -x munged || true
+}
