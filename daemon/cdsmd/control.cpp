@@ -28,7 +28,7 @@ double seconds(const timeval& tv) {
 
 }  // namespace
 
-Daemon::AppState& Daemon::find_app(const Json& request, const Peer& peer) {
+AppState& Daemon::find_app(const Json& request, const Peer& peer) {
     const Json& a = request["app"];  // a string or a whole number (validate_request)
     std::string text = a.is_string() ? a.get<std::string>() : a.dump();
     std::optional<std::uint32_t> id;
@@ -80,7 +80,7 @@ Json Daemon::tasks_json(AppState& app) {
         const bool exited = (t.flags & CDSM_TASK_EXITED) != 0;
         const auto stat = exited ? std::nullopt : procfs::task_stat(t.tgid, t.tid);
         const auto mask = exited ? std::nullopt : procfs::affinity(t.tid);
-        if (!exited) check_environment(app, t.tgid);
+        if (!exited) check_environment(app, t.tgid, proc_);
         const auto env = app.env_by_tgid.find(t.tgid);
         const auto rank = env == app.env_by_tgid.end() ? std::nullopt : mpi_rank(env->second.vars);
         const auto st = app.tasks.find(t.tid);

@@ -16,11 +16,9 @@
 #include <algorithm>
 #include <cdsm/cpu_list.hpp>
 #include <cdsm/error.hpp>
-#include <cdsm/migrator.hpp>
 #include <cdsm/version.hpp>
 #include <fstream>
 #include <iostream>
-#include <numeric>
 
 #include "capabilities.hpp"
 
@@ -31,26 +29,11 @@ using control::ProtocolError;
 
 namespace {
 
-constexpr std::size_t kHistory = 32;
-// Runnable shares are measured over at least this window.
-constexpr std::uint64_t kShareWindowNs = 200'000'000;
-constexpr std::chrono::milliseconds kWaitingInterval{250};
-
-std::string app_label(const cdsm_app_info& info, const std::string& name) {
-    return fmt::format("application {} ({})", info.app_id, name);
-}
-
 bool is_enoent(const SystemError& e) {
     return e.err() == ENOENT;
 }
 
 }  // namespace
-
-Daemon::TaskState Daemon::new_task() {
-    TaskState t;
-    t.runnable = RunnableShare(kShareWindowNs);
-    return t;
-}
 
 Daemon::Daemon(Options options, Config config)
     : options_(std::move(options)), config_(std::move(config)), started_(Clock::now()) {}
@@ -178,7 +161,8 @@ void Daemon::save_state() const {
                                  "\n";
         // Private whatever the umask: it names every user's applications. fchmod also fixes a
         // temporary file left with another mode.
-        Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
+        Fd fd(
+            ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
         if (!fd || ::fchmod(fd.get(), 0600) < 0) throw_errno("open " + tmp.string());
         for (std::size_t done = 0; done < text.size();) {
             const ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
@@ -220,7 +204,7 @@ void Daemon::load_state() {
 
 // ---- applications ---------------------------------------------------------------------------
 
-Daemon::AppState& Daemon::adopt(const cdsm_app_info& info, const std::string& name) {
+AppState& Daemon::adopt(const cdsm_app_info& info, const std::string& name) {
     auto [it, added] = apps_.try_emplace(info.app_id);
     AppState& app = it->second;
     app.info = info;
@@ -247,11 +231,11 @@ Daemon::AppState& Daemon::adopt(const cdsm_app_info& info, const std::string& na
         app.migrations = j.value("migrations", 0ull);
         app.cgroup = j.value("cgroup", "");
         for (const auto& [tid, cpu] : j["bound"].items()) {
-            app.tasks.try_emplace(std::stoi(tid), new_task()).first->second.bound_cpu =
+            app.tasks.try_emplace(std::stoi(tid)).first->second.bound_cpu =
                 cpu.get<std::uint32_t>();
         }
         for (const Json& tid : j["foreign"]) {
-            TaskState& t = app.tasks.try_emplace(tid.get<pid_t>(), new_task()).first->second;
+            TaskState& t = app.tasks.try_emplace(tid.get<pid_t>()).first->second;
             t.foreign = true;
             t.role = TaskRole::kForeign;
         }
@@ -351,43 +335,6 @@ void Daemon::release_ended() {
 
 // ---- mapping --------------------------------------------------------------------------------
 
-const std::string& Daemon::check_environment(AppState& app, pid_t tgid) {
-    // An exec replaces the environment (a launcher's child becomes an MPI rank): read it again
-    // when the process's command changed.
-    std::string comm = procfs::comm(tgid).value_or("");
-    if (auto it = app.env_by_tgid.find(tgid); it != app.env_by_tgid.end()) {
-        if (it->second.comm == comm && it->second.read) return it->second.comm;
-        app.env_by_tgid.erase(it);
-    }
-    auto env = procfs::environ(tgid, environment_names());
-    const bool read = env.has_value();
-    if (!env) {
-        // Read again next pass: an MPI rank caught in its exec would otherwise never get a rank.
-        spdlog::debug("{}: cannot read /proc/{}/environ yet (CDSM_DISABLE and ranks unknown)",
-                      app_label(app.info, app.name), tgid);
-        env.emplace();
-    }
-    if (opts_out(*env) && !app.opted_out) {
-        app.opted_out = true;
-        spdlog::info("{}: opts out (CDSM_DISABLE in the environment of process {}); not placing it",
-                     app_label(app.info, app.name), tgid);
-    }
-    return app.env_by_tgid
-        .insert_or_assign(tgid, ProcessEnv{std::move(comm), std::move(*env), read})
-        .first->second.comm;
-}
-
-std::vector<std::uint32_t> Daemon::allowed_cpus(pid_t tid) const {
-    const std::vector<std::uint32_t> machine = planner_->machine_cpus();
-    const auto cgroup = cgroup_allowed_cpus(tid);
-    if (!cgroup) return machine;
-    std::vector<std::uint32_t> allowed;
-    for (std::uint32_t c : machine) {
-        if (std::find(cgroup->begin(), cgroup->end(), c) != cgroup->end()) allowed.push_back(c);
-    }
-    return allowed.empty() ? machine : allowed;
-}
-
 std::set<std::uint32_t> Daemon::claimed_by_others(std::uint32_t app_id) const {
     std::set<std::uint32_t> claimed;
     for (const auto& [id, app] : apps_) {
@@ -396,274 +343,19 @@ std::set<std::uint32_t> Daemon::claimed_by_others(std::uint32_t app_id) const {
     return claimed;
 }
 
-Json Daemon::map_app(AppState& app, const MapRequest& req) {
-    const std::uint32_t id = app.info.app_id;
-    // A process tree tracked from before its exec is named after what it runs now.
-    if (!app.named && app.info.root_pid > 0) {
-        if (auto comm = procfs::comm(app.info.root_pid)) app.name = *comm;
-    }
-    const std::string label = app_label(app.info, app.name);
-    const std::string algorithm = req.algorithm.empty() ? config_.algorithm : req.algorithm;
-    ++app.passes;
+Json Daemon::map_app(AppState& app, const MapRequest& request) {
+    PassContext context{.config = config_,
+                        .planner = *planner_,
+                        .kernel = kernel_,
+                        .proc = proc_,
+                        .applier = applier_,
+                        .dry_run = options_.dry_run,
+                        .claimed_by_others = claimed_by_others(app.info.app_id),
+                        .save_state = [this] { save_state(); }};
     ++mappings_;
-    Json d = {{"app_id", id},
-              {"name", app.name},
-              {"algorithm", algorithm},
-              {"applied", false},
-              {"changed", false}};
-    // Until an application has enough data to be mapped it is looked at every kWaitingInterval,
-    // and its interval starts adapting from the minimum at its first mapping.
-    bool waiting = false;
-    const auto finish = [&](bool changed) {
-        if (req.from_timer && !waiting) app.interval.update(changed);
-        app.due = Clock::now() + (waiting ? kWaitingInterval : app.interval.current());
-        app.last_mapped_ns = procfs::now_ns();
-        d["interval_ms"] = app.interval.current().count();
-        app.last = d;
-        return d;
-    };
-    const auto skip = [&](const std::string& reason) {
-        d["skipped"] = reason;
-        app.claimed.clear();
-        spdlog::debug("{}: not mapped: {}", label, reason);
-        return finish(false);
-    };
-
-    const auto tasks = device().tasks(id);
-    const CommMatrix matrix = device().matrix(id).matrix;
-    // Once per process and pass: its command (launchers are known by it) and, after an exec,
-    // its environment.
-    std::map<pid_t, std::string> process_comm;
-    for (const cdsm_task_info& t : tasks) {
-        if (!(t.flags & CDSM_TASK_EXITED) && !process_comm.count(t.tgid))
-            process_comm.emplace(t.tgid, check_environment(app, t.tgid));
-    }
-    if (app.opted_out) return skip("opted out (CDSM_DISABLE=1)");
-    // Too few events among all its tasks: no need to read every task's /proc files (hundreds
-    // of reads per pass for a 64-task application).
-    waiting = !app.planned;
-    if (const double total = matrix.total(); total < config_.min_events) {
-        return skip(fmt::format("{:.0f} communication events so far, mapping.min_events is {}",
-                                total, config_.min_events));
-    }
-    const std::uint64_t now = procfs::now_ns();
-
-    std::vector<std::uint32_t> indices, current, foreign_cpus;
-    std::vector<std::string> changing;
-    std::vector<pid_t> tids;
-    std::vector<std::vector<std::uint32_t>> masks;
-    std::set<pid_t> present;
-    Json placement = Json::array();
-    for (const cdsm_task_info& t : tasks) {
-        placement.push_back(nullptr);
-        TaskFacts f;
-        f.exited = t.flags & CDSM_TASK_EXITED;
-        std::optional<procfs::TaskStat> stat;
-        if (!f.exited) {
-            stat = procfs::task_stat(t.tgid, t.tid);
-            auto mask = procfs::affinity(t.tid);
-            f.exited = !stat || !mask;
-            if (mask) f.affinity = std::move(*mask);
-        }
-        if (f.exited) continue;
-        present.insert(t.tid);
-        TaskState& ts = app.tasks.try_emplace(t.tid, new_task()).first->second;
-        f.process_comm = process_comm[t.tgid];
-        const std::uint64_t start_ns =
-            stat->start_ticks * (1000000000u / procfs::ticks_per_second());
-        f.runnable = ts.runnable.update(stat->runnable_ns, start_ns, now);
-        f.age_s = now > start_ns ? double(now - start_ns) / 1e9 : 0;
-        f.bound_cpu = ts.bound_cpu;
-        f.foreign_before = ts.foreign;
-        const bool differs =
-            ts.bound_cpu && f.affinity != std::vector<std::uint32_t>{*ts.bound_cpu};
-        if (!differs) {
-            if (!ts.changed_mask.empty() && ts.bound_cpu && !ts.foreign) {
-                spdlog::info(
-                    "{}: task {} ({}) is back on CPU {} after {:.0f} ms on {}: a transient "
-                    "change, not another program's binding",
-                    label, t.tid, t.comm, *ts.bound_cpu, double(now - ts.changed_ns) / 1e6,
-                    format_cpu_list(ts.changed_mask));
-            }
-            ts.changed_mask.clear();
-        } else if (ts.changed_mask.empty()) {
-            // The first pass that reads a mask other than cdsmd's: how long the task stays off
-            // its CPU (whatever masks it goes through) decides between transient and binding.
-            ts.changed_mask = f.affinity;
-            ts.changed_ns = now;
-        }
-        f.changed_for_s = differs ? double(now - ts.changed_ns) / 1e9 : 0;
-        auto& launch = ts.launch_masks;
-        const bool known = std::find(launch.begin(), launch.end(), f.affinity) != launch.end();
-        if (!ts.bound_cpu && !known && !f.affinity.empty() && launch.size() < 4) {
-            launch.push_back(f.affinity);
-        }
-        f.launch_mask = ts.bound_cpu && known;
-        ts.role = classify(f, config_);
-        if (ts.role == TaskRole::kChanging) {
-            changing.push_back(fmt::format("{} ({})", t.tid, format_cpu_list(f.affinity)));
-        }
-        if (ts.role != TaskRole::kForeign && ts.role != TaskRole::kChanging && differs) {
-            spdlog::info(
-                "{}: task {} ({}) was re-bound to {} during its start-up or back to its launch "
-                "binding; placing it again",
-                label, t.tid, t.comm, format_cpu_list(f.affinity));
-            ts.bound_cpu.reset();
-            ts.changed_mask.clear();
-        }
-        if (ts.role == TaskRole::kForeign && !ts.foreign) {
-            ts.foreign = true;
-            spdlog::warn(
-                "{}: task {} ({}) has affinity {} but cdsmd bound it to CPU {}: "
-                "another program changed it, leaving the task alone",
-                label, t.tid, t.comm, format_cpu_list(f.affinity), ts.bound_cpu.value_or(0));
-            save_state();
-        }
-        if (ts.role == TaskRole::kForeign && f.affinity.size() == 1) {
-            foreign_cpus.push_back(f.affinity[0]);
-        }
-        if (ts.role != TaskRole::kPlace) continue;
-        indices.push_back(t.index);
-        tids.push_back(t.tid);
-        current.push_back(static_cast<std::uint32_t>(stat->processor));
-        masks.push_back(f.affinity);
-    }
-    std::erase_if(app.tasks, [&](const auto& kv) { return !present.count(kv.first); });
-    if (!changing.empty()) {
-        // Not mapped until each changed mask is confirmed or gone. Unlike skip(), the application
-        // keeps the CPUs it claimed: its tasks are expected back on them.
-        const std::string reason =
-            fmt::format("affinity changed, confirming: {}", fmt::join(changing, ", "));
-        d["skipped"] = reason;
-        spdlog::debug("{}: not mapped: {}", label, reason);
-        return finish(false);
-    }
-
-    if (tids.size() < 2)
-        return skip(fmt::format("{} runnable task(s), nothing to map", tids.size()));
-    const CommMatrix sub = submatrix(matrix, indices);
-    if (sub.total() < config_.min_events) {
-        return skip(fmt::format("{:.0f} communication events so far, mapping.min_events is {}",
-                                sub.total(), config_.min_events));
-    }
-
-    const std::vector<std::uint32_t> allowed = allowed_cpus(tids.front());
-    const std::set<std::uint32_t> others = claimed_by_others(id);
-    std::vector<std::uint32_t> available;
-    for (std::uint32_t c : allowed) {
-        if (!others.count(c) &&
-            std::find(foreign_cpus.begin(), foreign_cpus.end(), c) == foreign_cpus.end()) {
-            available.push_back(c);
-        }
-    }
-    if (available.size() < tids.size()) {
-        // More runnable tasks than free PUs: over-subscribe only the application's own allowed
-        // set, never PUs other applications' placed tasks run on.
-        if (!others.empty()) {
-            return skip(
-                fmt::format("{} runnable tasks but only {} free CPUs (other applications "
-                            "hold {})",
-                            tids.size(), available.size(), others.size()));
-        }
-        if (available.empty()) available = allowed;
-    }
-
-    const Plan plan =
-        planner_->plan(sub, current, available, algorithm, config_.min_gain, req.baselines);
-    if (spdlog::should_log(spdlog::level::debug)) {
-        std::vector<std::string> partners;
-        for (std::size_t i = 0; i < sub.size(); ++i) {
-            std::size_t best = i;
-            for (std::size_t j = 0; j < sub.size(); ++j) {
-                if (sub.at(i, j) > (best == i ? 0 : sub.at(i, best))) best = j;
-            }
-            partners.push_back(fmt::format("{}>{}", tids[i], best == i ? 0 : tids[best]));
-        }
-        spdlog::debug("{}: strongest partners {}; cpus {} -> {}, cost {:.0f} -> {:.0f}", label,
-                      fmt::join(partners, " "), fmt::join(current, ","),
-                      fmt::join(plan.target_cpus, ","), plan.cost_before, plan.cost_after);
-    }
-    app.planned = true;
-    d["cost_before"] = plan.cost_before;
-    d["cost_after"] = plan.cost_after;
-    d["changed"] = plan.changed;
-    if (req.baselines) d["baselines"] = plan.baselines;
-    app.cost_current = plan.changed && req.apply ? plan.cost_after : plan.cost_before;
-    app.cost_best = plan.cost_after;
-    for (std::size_t k = 0; k < tids.size(); ++k) placement[indices[k]] = plan.target_cpus[k];
-    d["placement"] = placement;
-
-    Json moved = Json::array(), failed = Json::array();
-    const bool apply = req.apply && !options_.dry_run && plan.changed;
-    if (apply) {
-        std::vector<PuId> pus;
-        for (std::uint32_t c : plan.target_cpus)
-            pus.push_back(*planner_->machine().find_os_index(c));
-        const MigrationReport r = Migrator().apply(tids, Placement(pus), planner_->machine());
-        std::map<pid_t, std::size_t> slot;
-        for (std::size_t k = 0; k < tids.size(); ++k) slot[tids[k]] = k;
-        for (pid_t tid : r.moved) {
-            const std::size_t k = slot[tid];
-            moved.push_back({{"tid", tid}, {"from", masks[k]}, {"to", plan.target_cpus[k]}});
-            app.tasks[tid].bound_cpu = plan.target_cpus[k];
-        }
-        for (pid_t tid : r.unchanged) app.tasks[tid].bound_cpu = plan.target_cpus[slot[tid]];
-        for (pid_t tid : r.vanished) app.tasks.erase(tid);  // exited mid-migration
-        const auto fail = [&](pid_t tid, const std::string& why) {
-            failed.push_back({{"tid", tid}, {"error", why}});
-            spdlog::warn("{}: task {} not moved to CPU {}: {}", label, tid,
-                         plan.target_cpus[slot[tid]], why);
-        };
-        for (pid_t tid : r.denied) fail(tid, "not permitted (EPERM)");
-        for (pid_t tid : r.outside_cpuset) fail(tid, "CPU outside the task's cgroup cpuset");
-        for (const auto& [tid, err] : r.failed) fail(tid, std::strerror(err));
-        if (!moved.empty()) {
-            ++app.migrations;
-            migrations_ += moved.size();
-            if (config_.age_after_migration) {
-                try {
-                    device().age(id);
-                } catch (const SystemError& e) {
-                    if (!is_enoent(e)) throw;
-                }
-            }
-            spdlog::info("{}: migrated {} of {} tasks, cost {:.0f} -> {:.0f} ({:+.1f} %){}", label,
-                         moved.size(), tids.size(), plan.cost_before, plan.cost_after,
-                         plan.cost_before > 0
-                             ? 100.0 * (plan.cost_after - plan.cost_before) / plan.cost_before
-                             : 0.0,
-                         reason_note(plan.why));
-            app.history.push_back({{"time_ns", procfs::now_ns()},
-                                   {"moved", moved},
-                                   {"cost_before", plan.cost_before},
-                                   {"cost_after", plan.cost_after},
-                                   {"why", reason_name(plan.why)}});
-            while (app.history.size() > kHistory) app.history.pop_front();
-            save_state();
-        }
-    }
-    d["applied"] = apply;
-    d["moved"] = moved;
-    d["failed"] = failed;
-    // A task already bound to the one CPU the plan keeps it on (by its launcher or runtime) is
-    // managed by cdsmd from now on, as if cdsmd had bound it there: a later change is someone
-    // else's.
-    if (req.apply && !options_.dry_run && !plan.changed) {
-        for (std::size_t k = 0; k < tids.size(); ++k) {
-            auto& b = app.tasks[tids[k]].bound_cpu;
-            if (!b && masks[k] == std::vector<std::uint32_t>{plan.target_cpus[k]})
-                b = plan.target_cpus[k];
-        }
-    }
-    // PUs held: where cdsmd bound the tasks (or, in a dry run, where it would).
-    app.claimed.clear();
-    for (std::size_t k = 0; k < tids.size(); ++k) {
-        const auto& b = app.tasks[tids[k]].bound_cpu;
-        if (options_.dry_run || (b && *b == plan.target_cpus[k])) {
-            app.claimed.push_back(plan.target_cpus[k]);
-        }
-    }
-    return finish(plan.changed);
+    PassResult result = map_pass(app, request, context);
+    migrations_ += result.moved;
+    return std::move(result.decision);
 }
 
 void Daemon::run_due() {

@@ -2,7 +2,6 @@
 #pragma once
 
 #include <chrono>
-#include <deque>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -12,18 +11,19 @@
 #include <string>
 #include <vector>
 
-#include "cdsm/control.hpp"
+#include "app_state.hpp"
 #include "cdsm/kernel.hpp"
 #include "cdsm/kernel_events.hpp"
+#include "cdsm/control.hpp"
 #include "config.hpp"
 #include "interval.hpp"
+#include "pass.hpp"
 #include "planner.hpp"
 #include "policy.hpp"
 #include "server.hpp"
+#include "sources.hpp"
 
 namespace cdsm::cdsmd {
-
-using Clock = std::chrono::steady_clock;
 
 /// How cdsmd was started (its command line).
 struct Options {
@@ -51,58 +51,6 @@ class Daemon {
     void on_ready(std::function<void()> callback) { on_ready_ = std::move(callback); }
 
   private:
-    struct TaskState {
-        RunnableShare runnable{0};
-        std::optional<std::uint32_t> bound_cpu;  ///< the CPU cdsmd bound it to
-        bool foreign = false;
-        TaskRole role = TaskRole::kIdle;
-        std::vector<std::uint32_t> changed_mask;  ///< a mask not cdsmd's, read since changed_ns
-        std::uint64_t changed_ns = 0;
-        /// The masks it had before cdsmd first bound it (a launcher's binding; a few at most).
-        std::vector<std::vector<std::uint32_t>> launch_masks;
-    };
-    static TaskState new_task();
-    /// Where cdsmd placed the task, if it places it now (an idle task keeps the CPU it was bound
-    /// to while busy, but is not placed).
-    static std::optional<std::uint32_t> placed_on(const TaskState& t) {
-        return t.role == TaskRole::kPlace ? t.bound_cpu : std::nullopt;
-    }
-
-    /// What cdsmd read from a process's environment, and the command it ran then.
-    struct ProcessEnv {
-        std::string comm;
-        std::map<std::string, std::string> vars;
-        bool read = true;  ///< false: /proc/PID/environ was unreadable or empty, read it again
-    };
-
-    struct AppState {
-        cdsm_app_info info{};
-        std::string name;
-        bool named = false;  ///< given by track/a rule; else the root process's command
-        AdaptiveInterval interval;
-        Clock::time_point due;
-        std::map<pid_t, TaskState> tasks;
-        std::map<pid_t, ProcessEnv> env_by_tgid;
-        bool opted_out = false;
-        bool planned = false;                ///< had enough data for a placement once
-        std::vector<std::uint32_t> claimed;  ///< OS CPUs its placed tasks hold
-        std::optional<Clock::time_point> ended_at;
-        std::string cgroup;  ///< the cgroup v2 directory it was tracked for, if cdsmd tracked it
-        std::uint64_t passes = 0;
-        std::uint64_t migrations = 0;
-        double cost_current = 0;
-        double cost_best = 0;
-        std::uint64_t last_mapped_ns = 0;
-        control::Json last = nullptr;       ///< last decision
-        std::deque<control::Json> history;  ///< recent migrations
-    };
-    struct MapRequest {
-        bool apply = true;
-        std::string algorithm;
-        bool baselines = false;
-        bool from_timer = true;
-    };
-
     // Set-up and reconfiguration.
     void open_kernel();
     /// The module's device, opened by open_kernel(); before that every use is answered
@@ -124,11 +72,8 @@ class Daemon {
     void forget(std::uint32_t app_id);
     void release_ended();
 
-    // Mapping.
+    // Mapping: one pass (pass.hpp) over the system's sources.
     control::Json map_app(AppState& app, const MapRequest& request);
-    /// Reads process tgid's environment when its command changed; returns its command.
-    const std::string& check_environment(AppState& app, pid_t tgid);
-    std::vector<std::uint32_t> allowed_cpus(pid_t tid) const;
     std::set<std::uint32_t> claimed_by_others(std::uint32_t app_id) const;
     void run_due();
 
@@ -151,11 +96,14 @@ class Daemon {
     Config config_;
     std::unique_ptr<kernel::Device> device_;
     std::unique_ptr<kernel::EventListener> events_;
+    DeviceKernel kernel_{[this]() -> kernel::Device& { return device(); }};
+    SystemProc proc_;
+    SystemApplier applier_;
     std::unique_ptr<Planner> planner_;
     std::unique_ptr<ControlServer> server_;
     std::map<std::uint32_t, AppState> apps_;
     std::map<std::uint32_t, control::Json> saved_;  ///< state file entries not yet matched
-    std::set<pid_t> rejected_pids_;                 ///< matched a rule but could not be tracked
+    std::set<pid_t> rejected_pids_;                ///< matched a rule but could not be tracked
     // Untracked on request: the rules leave them alone while the process or directory exists.
     std::set<pid_t> untracked_pids_;
     std::set<std::string> untracked_cgroups_;

@@ -1,0 +1,79 @@
+// SPDX-License-Identifier: GPL-2.0
+#pragma once
+
+#include <linux/cdsm.h>
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cdsm/control.hpp"
+#include "interval.hpp"
+#include "policy.hpp"
+
+/// What cdsmd remembers of each application between passes: plain data, changed by the steps of
+/// a pass (pass.hpp), the module's events and the control socket.
+namespace cdsm::cdsmd {
+
+using Clock = std::chrono::steady_clock;
+
+/// Runnable shares are measured over at least this window.
+inline constexpr std::uint64_t kShareWindowNs = 200'000'000;
+/// Migrations kept in an application's history.
+inline constexpr std::size_t kHistory = 32;
+
+/// One task of an application, across passes: the affinity rules' memory (policy.hpp, classify).
+struct TaskState {
+    RunnableShare runnable{kShareWindowNs};
+    std::optional<std::uint32_t> bound_cpu;  ///< the CPU cdsmd bound it to
+    bool foreign = false;
+    TaskRole role = TaskRole::kIdle;
+    std::vector<std::uint32_t> changed_mask;  ///< a mask not cdsmd's, read since changed_ns
+    std::uint64_t changed_ns = 0;
+    /// The masks it had before cdsmd first bound it (a launcher's binding; a few at most).
+    std::vector<std::vector<std::uint32_t>> launch_masks;
+};
+/// Where cdsmd placed the task, if it places it now (an idle task keeps the CPU it was bound to
+/// while busy, but is not placed).
+inline std::optional<std::uint32_t> placed_on(const TaskState& t) {
+    return t.role == TaskRole::kPlace ? t.bound_cpu : std::nullopt;
+}
+
+/// What cdsmd read from a process's environment, and the command it ran then.
+struct ProcessEnv {
+    std::string comm;
+    std::map<std::string, std::string> vars;
+    bool read = true;  ///< false: /proc/PID/environ was unreadable or empty, read it again
+};
+
+struct AppState {
+    cdsm_app_info info{};
+    std::string name;
+    bool named = false;  ///< given by track/a rule; else the root process's command
+    AdaptiveInterval interval;
+    Clock::time_point due;
+    std::map<pid_t, TaskState> tasks;
+    std::map<pid_t, ProcessEnv> env_by_tgid;
+    bool opted_out = false;
+    bool planned = false;                ///< had enough data for a placement once
+    std::vector<std::uint32_t> claimed;  ///< OS CPUs its placed tasks hold
+    std::optional<Clock::time_point> ended_at;
+    std::string cgroup;  ///< the cgroup v2 directory it was tracked for, if cdsmd tracked it
+    std::uint64_t passes = 0;
+    std::uint64_t migrations = 0;
+    double cost_current = 0;
+    double cost_best = 0;
+    std::uint64_t last_mapped_ns = 0;
+    control::Json last = nullptr;       ///< last decision
+    std::deque<control::Json> history;  ///< recent migrations
+};
+
+/// "application 7 (lmp)", how the log names an application.
+std::string app_label(const cdsm_app_info& info, const std::string& name);
+
+}  // namespace cdsm::cdsmd

@@ -1,0 +1,398 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "pass.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cdsm/cpu_list.hpp>
+#include <cstring>
+
+namespace cdsm::cdsmd {
+
+using control::Json;
+
+namespace {
+
+// Until an application has enough data to be mapped it is looked at every kWaitingInterval,
+// and its interval starts adapting from the minimum at its first mapping.
+constexpr std::chrono::milliseconds kWaitingInterval{250};
+
+std::string not_enough_events(double events, std::uint64_t min_events) {
+    return fmt::format("{:.0f} communication events so far, mapping.min_events is {}", events,
+                       min_events);
+}
+
+// The affinity rules for one task: updates what cdsmd remembers of it from what /proc shows
+// now and returns its role. `foreign_now`: it has just been found bound by another program.
+TaskRole classify_task(TaskState& ts, const TaskReading& r, const std::string& process_comm,
+                       const Config& config, std::uint64_t now, std::uint64_t tick_ns,
+                       const std::string& label, bool& foreign_now) {
+    const cdsm_task_info& t = r.task;
+    TaskFacts f;
+    f.affinity = r.affinity;
+    f.process_comm = process_comm;
+    const std::uint64_t start_ns = r.stat.start_ticks * tick_ns;
+    f.runnable = ts.runnable.update(r.stat.runnable_ns, start_ns, now);
+    f.age_s = now > start_ns ? double(now - start_ns) / 1e9 : 0;
+    f.bound_cpu = ts.bound_cpu;
+    f.foreign_before = ts.foreign;
+    const bool differs = ts.bound_cpu && f.affinity != std::vector<std::uint32_t>{*ts.bound_cpu};
+    if (!differs) {
+        if (!ts.changed_mask.empty() && ts.bound_cpu && !ts.foreign) {
+            spdlog::info(
+                "{}: task {} ({}) is back on CPU {} after {:.0f} ms on {}: a transient "
+                "change, not another program's binding",
+                label, t.tid, t.comm, *ts.bound_cpu, double(now - ts.changed_ns) / 1e6,
+                format_cpu_list(ts.changed_mask));
+        }
+        ts.changed_mask.clear();
+    } else if (ts.changed_mask.empty()) {
+        // The first pass that reads a mask other than cdsmd's: how long the task stays off
+        // its CPU (whatever masks it goes through) decides between transient and binding.
+        ts.changed_mask = f.affinity;
+        ts.changed_ns = now;
+    }
+    f.changed_for_s = differs ? double(now - ts.changed_ns) / 1e9 : 0;
+    auto& launch = ts.launch_masks;
+    const bool known = std::find(launch.begin(), launch.end(), f.affinity) != launch.end();
+    if (!ts.bound_cpu && !known && !f.affinity.empty() && launch.size() < 4) {
+        launch.push_back(f.affinity);
+    }
+    f.launch_mask = ts.bound_cpu && known;
+    ts.role = classify(f, config);
+    if (ts.role != TaskRole::kForeign && ts.role != TaskRole::kChanging && differs) {
+        spdlog::info(
+            "{}: task {} ({}) was re-bound to {} during its start-up or back to its launch "
+            "binding; placing it again",
+            label, t.tid, t.comm, format_cpu_list(f.affinity));
+        ts.bound_cpu.reset();
+        ts.changed_mask.clear();
+    }
+    foreign_now = ts.role == TaskRole::kForeign && !ts.foreign;
+    if (foreign_now) {
+        ts.foreign = true;
+        spdlog::warn(
+            "{}: task {} ({}) has affinity {} but cdsmd bound it to CPU {}: "
+            "another program changed it, leaving the task alone",
+            label, t.tid, t.comm, format_cpu_list(f.affinity), ts.bound_cpu.value_or(0));
+    }
+    return ts.role;
+}
+
+void log_plan(const std::string& label, const CommMatrix& sub, const Classified& tasks,
+              const Plan& plan) {
+    if (!spdlog::should_log(spdlog::level::debug)) return;
+    std::vector<std::string> partners;
+    for (std::size_t i = 0; i < sub.size(); ++i) {
+        std::size_t best = i;
+        for (std::size_t j = 0; j < sub.size(); ++j) {
+            if (sub.at(i, j) > (best == i ? 0 : sub.at(i, best))) best = j;
+        }
+        partners.push_back(fmt::format("{}>{}", tasks.tids[i], best == i ? 0 : tasks.tids[best]));
+    }
+    spdlog::debug("{}: strongest partners {}; cpus {} -> {}, cost {:.0f} -> {:.0f}", label,
+                  fmt::join(partners, " "), fmt::join(tasks.current, ","),
+                  fmt::join(plan.target_cpus, ","), plan.cost_before, plan.cost_after);
+}
+
+}  // namespace
+
+std::string app_label(const cdsm_app_info& info, const std::string& name) {
+    return fmt::format("application {} ({})", info.app_id, name);
+}
+
+// ---- observe -------------------------------------------------------------------------------
+
+const std::string& check_environment(AppState& app, pid_t tgid, ProcSource& proc) {
+    // An exec replaces the environment (a launcher's child becomes an MPI rank): read it again
+    // when the process's command changed.
+    std::string comm = proc.comm(tgid).value_or("");
+    if (auto it = app.env_by_tgid.find(tgid); it != app.env_by_tgid.end()) {
+        if (it->second.comm == comm && it->second.read) return it->second.comm;
+        app.env_by_tgid.erase(it);
+    }
+    auto env = proc.environ(tgid);
+    const bool read = env.has_value();
+    if (!env) {
+        // Read again next pass: an MPI rank caught in its exec would otherwise never get a rank.
+        spdlog::debug("{}: cannot read /proc/{}/environ yet (CDSM_DISABLE and ranks unknown)",
+                      app_label(app.info, app.name), tgid);
+        env.emplace();
+    }
+    if (opts_out(*env) && !app.opted_out) {
+        app.opted_out = true;
+        spdlog::info("{}: opts out (CDSM_DISABLE in the environment of process {}); not placing it",
+                     app_label(app.info, app.name), tgid);
+    }
+    return app.env_by_tgid
+        .insert_or_assign(tgid, ProcessEnv{std::move(comm), std::move(*env), read})
+        .first->second.comm;
+}
+
+Observation observe(AppState& app, KernelSource& kernel, ProcSource& proc) {
+    Observation seen;
+    seen.tasks = kernel.tasks(app.info.app_id);
+    seen.matrix = kernel.matrix(app.info.app_id).matrix;
+    // Once per process and pass: its command (launchers are known by it) and, after an exec,
+    // its environment.
+    for (const cdsm_task_info& t : seen.tasks) {
+        if (!(t.flags & CDSM_TASK_EXITED) && !seen.process_comm.count(t.tgid))
+            seen.process_comm.emplace(t.tgid, check_environment(app, t.tgid, proc));
+    }
+    return seen;
+}
+
+std::vector<TaskReading> read_tasks(const Observation& seen, ProcSource& proc) {
+    std::vector<TaskReading> live;
+    for (const cdsm_task_info& t : seen.tasks) {
+        if (t.flags & CDSM_TASK_EXITED) continue;
+        auto stat = proc.task_stat(t.tgid, t.tid);
+        auto mask = proc.affinity(t.tid);
+        if (stat && mask) live.push_back({t, *stat, std::move(*mask)});
+    }
+    return live;
+}
+
+// ---- classify ------------------------------------------------------------------------------
+
+Classified classify_tasks(AppState& app, const std::vector<TaskReading>& tasks,
+                          const std::map<pid_t, std::string>& process_comm, PassContext& context,
+                          std::uint64_t now) {
+    const std::string label = app_label(app.info, app.name);
+    const std::uint64_t tick_ns = 1000000000u / context.proc.ticks_per_second();
+    Classified out;
+    std::set<pid_t> present;
+    for (const TaskReading& r : tasks) {
+        const cdsm_task_info& t = r.task;
+        present.insert(t.tid);
+        TaskState& ts = app.tasks.try_emplace(t.tid).first->second;
+        const auto comm = process_comm.find(t.tgid);
+        bool foreign_now = false;
+        const TaskRole role =
+            classify_task(ts, r, comm == process_comm.end() ? std::string() : comm->second,
+                          context.config, now, tick_ns, label, foreign_now);
+        if (foreign_now) context.save_state();
+        if (role == TaskRole::kChanging) {
+            out.changing.push_back(fmt::format("{} ({})", t.tid, format_cpu_list(r.affinity)));
+        }
+        if (role == TaskRole::kForeign && r.affinity.size() == 1) {
+            out.foreign_cpus.push_back(r.affinity[0]);
+        }
+        if (role != TaskRole::kPlace) continue;
+        out.indices.push_back(t.index);
+        out.tids.push_back(t.tid);
+        out.current.push_back(static_cast<std::uint32_t>(r.stat.processor));
+        out.masks.push_back(r.affinity);
+    }
+    std::erase_if(app.tasks, [&](const auto& kv) { return !present.count(kv.first); });
+    return out;
+}
+
+// ---- arbitrate -----------------------------------------------------------------------------
+
+std::vector<std::uint32_t> allowed_cpus(const Planner& planner, ProcSource& proc, pid_t tid) {
+    const std::vector<std::uint32_t> machine = planner.machine_cpus();
+    const auto cgroup = proc.cpuset(tid);
+    if (!cgroup) return machine;
+    std::vector<std::uint32_t> allowed;
+    for (std::uint32_t c : machine) {
+        if (std::find(cgroup->begin(), cgroup->end(), c) != cgroup->end()) allowed.push_back(c);
+    }
+    return allowed.empty() ? machine : allowed;
+}
+
+Arbitration arbitrate(const std::vector<std::uint32_t>& allowed,
+                      const std::set<std::uint32_t>& others,
+                      const std::vector<std::uint32_t>& foreign, std::size_t tasks) {
+    Arbitration out;
+    for (std::uint32_t c : allowed) {
+        if (!others.count(c) && std::find(foreign.begin(), foreign.end(), c) == foreign.end()) {
+            out.available.push_back(c);
+        }
+    }
+    if (out.available.size() < tasks) {
+        // More runnable tasks than free PUs: over-subscribe only the application's own allowed
+        // set, never PUs other applications' placed tasks run on.
+        if (!others.empty()) {
+            out.refused =
+                fmt::format("{} runnable tasks but only {} free CPUs (other applications hold {})",
+                            tasks, out.available.size(), others.size());
+        } else if (out.available.empty()) {
+            out.available = allowed;
+        }
+    }
+    return out;
+}
+
+// ---- apply ---------------------------------------------------------------------------------
+
+Applied apply_plan(AppState& app, const Classified& tasks, const Plan& plan, bool apply,
+                   PassContext& context) {
+    Applied out;
+    out.applied = apply;
+    if (!apply) return out;
+    const Topology& machine = context.planner.machine();
+    std::vector<PuId> pus;
+    for (std::uint32_t c : plan.target_cpus) pus.push_back(*machine.find_os_index(c));
+    const MigrationReport r = context.applier.apply(tasks.tids, Placement(pus), machine);
+    std::map<pid_t, std::size_t> slot;
+    for (std::size_t k = 0; k < tasks.tids.size(); ++k) slot[tasks.tids[k]] = k;
+    for (pid_t tid : r.moved) {
+        const std::size_t k = slot[tid];
+        out.moved.push_back({{"tid", tid}, {"from", tasks.masks[k]}, {"to", plan.target_cpus[k]}});
+        app.tasks[tid].bound_cpu = plan.target_cpus[k];
+    }
+    for (pid_t tid : r.unchanged) app.tasks[tid].bound_cpu = plan.target_cpus[slot[tid]];
+    for (pid_t tid : r.vanished) app.tasks.erase(tid);  // exited mid-migration
+    const auto fail = [&](pid_t tid, const std::string& why) {
+        out.failed.push_back({{"tid", tid}, {"error", why}});
+        spdlog::warn("{}: task {} not moved to CPU {}: {}", app_label(app.info, app.name), tid,
+                     plan.target_cpus[slot[tid]], why);
+    };
+    for (pid_t tid : r.denied) fail(tid, "not permitted (EPERM)");
+    for (pid_t tid : r.outside_cpuset) fail(tid, "CPU outside the task's cgroup cpuset");
+    for (const auto& [tid, err] : r.failed) fail(tid, std::strerror(err));
+    return out;
+}
+
+// ---- record --------------------------------------------------------------------------------
+
+void record_migration(AppState& app, const Classified& tasks, const Plan& plan, const Json& moved,
+                      PassContext& context) {
+    ++app.migrations;
+    if (context.config.age_after_migration) {
+        try {
+            context.kernel.age(app.info.app_id);
+        } catch (const SystemError& e) {
+            if (e.err() != ENOENT) throw;
+        }
+    }
+    spdlog::info("{}: migrated {} of {} tasks, cost {:.0f} -> {:.0f} ({:+.1f} %){}",
+                 app_label(app.info, app.name), moved.size(), tasks.tids.size(), plan.cost_before,
+                 plan.cost_after,
+                 plan.cost_before > 0
+                     ? 100.0 * (plan.cost_after - plan.cost_before) / plan.cost_before
+                     : 0.0,
+                 reason_note(plan.why));
+    app.history.push_back({{"time_ns", context.proc.now_ns()},
+                           {"moved", moved},
+                           {"cost_before", plan.cost_before},
+                           {"cost_after", plan.cost_after},
+                           {"why", reason_name(plan.why)}});
+    while (app.history.size() > kHistory) app.history.pop_front();
+    context.save_state();
+}
+
+void record_claims(AppState& app, const Classified& tasks, const Plan& plan, bool adopt_bindings,
+                   bool dry_run) {
+    // A task already bound to the one CPU the plan keeps it on (by its launcher or runtime) is
+    // managed by cdsmd from now on, as if cdsmd had bound it there: a later change is someone
+    // else's.
+    if (adopt_bindings) {
+        for (std::size_t k = 0; k < tasks.tids.size(); ++k) {
+            auto& b = app.tasks[tasks.tids[k]].bound_cpu;
+            if (!b && tasks.masks[k] == std::vector<std::uint32_t>{plan.target_cpus[k]})
+                b = plan.target_cpus[k];
+        }
+    }
+    // PUs held: where cdsmd bound the tasks (or, in a dry run, where it would).
+    app.claimed.clear();
+    for (std::size_t k = 0; k < tasks.tids.size(); ++k) {
+        const auto& b = app.tasks[tasks.tids[k]].bound_cpu;
+        if (dry_run || (b && *b == plan.target_cpus[k])) app.claimed.push_back(plan.target_cpus[k]);
+    }
+}
+
+// ---- the pass ------------------------------------------------------------------------------
+
+PassResult map_pass(AppState& app, const MapRequest& req, PassContext& context) {
+    const Config& config = context.config;
+    // A process tree tracked from before its exec is named after what it runs now.
+    if (!app.named && app.info.root_pid > 0) {
+        if (auto comm = context.proc.comm(app.info.root_pid)) app.name = *comm;
+    }
+    const std::string label = app_label(app.info, app.name);
+    const std::string algorithm = req.algorithm.empty() ? config.algorithm : req.algorithm;
+    ++app.passes;
+    PassResult result;
+    Json& d = result.decision;
+    d = {{"app_id", app.info.app_id},
+         {"name", app.name},
+         {"algorithm", algorithm},
+         {"applied", false},
+         {"changed", false}};
+    bool waiting = false;
+    const auto finish = [&](bool changed) {
+        if (req.from_timer && !waiting) app.interval.update(changed);
+        app.due = Clock::now() + (waiting ? kWaitingInterval : app.interval.current());
+        app.last_mapped_ns = context.proc.now_ns();
+        d["interval_ms"] = app.interval.current().count();
+        app.last = d;
+        return result;
+    };
+    const auto skip = [&](const std::string& reason, bool keep_claims = false) {
+        d["skipped"] = reason;
+        if (!keep_claims) app.claimed.clear();
+        spdlog::debug("{}: not mapped: {}", label, reason);
+        return finish(false);
+    };
+
+    const Observation seen = observe(app, context.kernel, context.proc);
+    if (app.opted_out) return skip("opted out (CDSM_DISABLE=1)");
+    // Too few events among all its tasks: no need to read every task's /proc files (hundreds
+    // of reads per pass for a 64-task application).
+    waiting = !app.planned;
+    if (const double total = seen.matrix.total(); total < config.min_events) {
+        return skip(not_enough_events(total, config.min_events));
+    }
+    const std::uint64_t now = context.proc.now_ns();
+    const Classified tasks =
+        classify_tasks(app, read_tasks(seen, context.proc), seen.process_comm, context, now);
+    if (!tasks.changing.empty()) {
+        // Not mapped until each changed mask is confirmed or gone. The application keeps the
+        // CPUs it claimed: its tasks are expected back on them.
+        return skip(
+            fmt::format("affinity changed, confirming: {}", fmt::join(tasks.changing, ", ")), true);
+    }
+    if (tasks.tids.size() < 2)
+        return skip(fmt::format("{} runnable task(s), nothing to map", tasks.tids.size()));
+    const CommMatrix sub = submatrix(seen.matrix, tasks.indices);
+    if (sub.total() < config.min_events)
+        return skip(not_enough_events(sub.total(), config.min_events));
+
+    const Arbitration cpus =
+        arbitrate(allowed_cpus(context.planner, context.proc, tasks.tids.front()),
+                  context.claimed_by_others, tasks.foreign_cpus, tasks.tids.size());
+    if (!cpus.refused.empty()) return skip(cpus.refused);
+
+    const Plan plan = context.planner.plan(sub, tasks.current, cpus.available, algorithm,
+                                           config.min_gain, req.baselines);
+    log_plan(label, sub, tasks, plan);
+    app.planned = true;
+    d["cost_before"] = plan.cost_before;
+    d["cost_after"] = plan.cost_after;
+    d["changed"] = plan.changed;
+    if (req.baselines) d["baselines"] = plan.baselines;
+    app.cost_current = plan.changed && req.apply ? plan.cost_after : plan.cost_before;
+    app.cost_best = plan.cost_after;
+    Json placement = Json::array();
+    for (std::size_t k = 0; k < seen.tasks.size(); ++k) placement.push_back(nullptr);
+    for (std::size_t k = 0; k < tasks.tids.size(); ++k)
+        placement[tasks.indices[k]] = plan.target_cpus[k];
+    d["placement"] = placement;
+
+    const bool apply = req.apply && !context.dry_run && plan.changed;
+    const Applied applied = apply_plan(app, tasks, plan, apply, context);
+    if (!applied.moved.empty()) record_migration(app, tasks, plan, applied.moved, context);
+    result.moved = applied.moved.size();
+    d["applied"] = applied.applied;
+    d["moved"] = applied.moved;
+    d["failed"] = applied.failed;
+    record_claims(app, tasks, plan, req.apply && !context.dry_run && !plan.changed,
+                  context.dry_run);
+    return finish(plan.changed);
+}
+
+}  // namespace cdsm::cdsmd

@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "sources.hpp"
+
+#include "policy.hpp"
+
+namespace cdsm::cdsmd {
+
+std::vector<cdsm_task_info> DeviceKernel::tasks(std::uint32_t app_id) {
+    return device_().tasks(app_id);
+}
+
+kernel::MatrixSnapshot DeviceKernel::matrix(std::uint32_t app_id) {
+    return device_().matrix(app_id);
+}
+
+void DeviceKernel::age(std::uint32_t app_id) {
+    device_().age(app_id);
+}
+
+std::optional<std::string> SystemProc::comm(pid_t pid) {
+    return procfs::comm(pid);
+}
+
+std::optional<std::map<std::string, std::string>> SystemProc::environ(pid_t pid) {
+    return procfs::environ(pid, environment_names());
+}
+
+std::optional<procfs::TaskStat> SystemProc::task_stat(pid_t tgid, pid_t tid) {
+    return procfs::task_stat(tgid, tid);
+}
+
+std::optional<std::vector<std::uint32_t>> SystemProc::affinity(pid_t tid) {
+    return procfs::affinity(tid);
+}
+
+std::optional<std::vector<std::uint32_t>> SystemProc::cpuset(pid_t tid) {
+    return cgroup_allowed_cpus(tid);
+}
+
+std::uint64_t SystemProc::now_ns() {
+    return procfs::now_ns();
+}
+
+std::uint64_t SystemProc::ticks_per_second() {
+    return procfs::ticks_per_second();
+}
+
+MigrationReport SystemApplier::apply(std::span<const pid_t> tids, const Placement& placement,
+                                     const Topology& topology) {
+    return Migrator().apply(tids, placement, topology);
+}
+
+}  // namespace cdsm::cdsmd
