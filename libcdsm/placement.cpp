@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "cdsm/placement.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "cdsm/error.hpp"
@@ -19,6 +20,12 @@ bool Placement::is_balanced(std::size_t pu_count) const {
     for (std::size_t load : loads(pu_count))
         if (load < low || load > high) return false;
     return true;
+}
+
+bool Placement::is_stacked(std::size_t pu_count) const {
+    const std::vector<std::size_t> load = loads(pu_count);
+    return std::any_of(load.begin(), load.end(), [](std::size_t n) { return n > 1; }) &&
+           std::find(load.begin(), load.end(), 0u) != load.end();
 }
 
 std::size_t Placement::moves_from(const Placement& before) const {

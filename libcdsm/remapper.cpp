@@ -26,7 +26,7 @@ RemapDecision Remapper::decide(const CommMatrix& matrix, const Topology& topolog
     // same cost on another symmetric PU set) is never worth a migration.
     const bool better = d.proposed_cost < d.current_cost &&
                         d.proposed_cost <= (1 - options_.min_gain) * d.current_cost;
-    if (better || !current.is_balanced(topology.pu_count())) {
+    if (better || current.is_stacked(topology.pu_count())) {
         d.placement = proposed;
         d.moved = proposed.moves_from(current);
         d.changed = d.moved > 0;

@@ -2,6 +2,7 @@
 #include "planner.hpp"
 
 #include <algorithm>
+#include <cdsm/cost.hpp>
 #include <cdsm/error.hpp>
 #include <cdsm/mapper.hpp>
 #include <cdsm/remapper.hpp>
@@ -29,18 +30,24 @@ std::vector<std::uint32_t> Planner::machine_cpus() const {
 }
 
 double Planner::cost(const CommMatrix& matrix, const std::vector<std::uint32_t>& cpus) const {
-    double total = 0;
-    std::vector<std::optional<PuId>> pus;
-    for (std::uint32_t c : cpus) pus.push_back(machine_.find_os_index(c));
-    for (std::size_t i = 0; i < matrix.size(); ++i) {
-        for (std::size_t j = i + 1; j < matrix.size(); ++j) {
-            const auto v = matrix.at(i, j);
-            if (!v) continue;
-            const double d = pus[i] && pus[j] ? distances_(*pus[i], *pus[j]) : distances_.max();
-            total += double(v) * d;
+    // libcdsm's mapping_cost over the tasks on the machine's PUs; a task on a CPU outside it is
+    // at the farthest distance from each partner.
+    std::vector<std::size_t> known;
+    std::vector<PuId> pus;
+    for (std::size_t i = 0; i < cpus.size(); ++i) {
+        if (const auto pu = machine_.find_os_index(cpus[i])) {
+            known.push_back(i);
+            pus.push_back(*pu);
         }
     }
-    return total;
+    if (known.size() == matrix.size()) return mapping_cost(matrix, Placement(pus), distances_);
+    CommMatrix inside(known.size());
+    for (std::size_t a = 0; a < known.size(); ++a) {
+        for (std::size_t b = a + 1; b < known.size(); ++b)
+            inside.set(a, b, matrix.at(known[a], known[b]));
+    }
+    return mapping_cost(inside, Placement(pus), distances_) +
+           double(distances_.max()) * (matrix.total() - inside.total());
 }
 
 std::string_view reason_name(MoveReason reason) noexcept {
@@ -74,7 +81,7 @@ Plan Planner::plan(const CommMatrix& matrix, const std::vector<std::uint32_t>& c
     const Topology sub = machine_.restricted_to(available_cpus);
     const Distances sub_distances(sub, costs_);
     // Tasks running outside the available CPUs have no place in `sub`: stacking them all on
-    // one PU makes the current placement unbalanced, which the Remapper always replaces.
+    // one PU makes the current placement stacked, which the Remapper always replaces.
     std::vector<PuId> current;
     bool inside = true;
     for (std::uint32_t c : current_cpus) {
@@ -84,6 +91,9 @@ Plan Planner::plan(const CommMatrix& matrix, const std::vector<std::uint32_t>& c
     }
     if (!inside) current.assign(current.size(), 0);
 
+    // libcdsm decides: the mapper's proposal if cheaper by min_gain, or if the current placement
+    // stacks tasks on a PU while another is free. Its costs, on the sub-topology's distances,
+    // are the machine's for tasks inside it (restricted_to keeps the levels).
     const Remapper remapper(make_mapper(algorithm), RemapOptions{min_gain});
     const RemapDecision d = remapper.decide(matrix, sub, sub_distances, Placement(current));
 
@@ -94,29 +104,11 @@ Plan Planner::plan(const CommMatrix& matrix, const std::vector<std::uint32_t>& c
     for (std::size_t i = 0; i < current_cpus.size(); ++i) {
         plan.moved += plan.target_cpus[i] != current_cpus[i];
     }
-    // The Remapper judges on the sub-topology; the machine's distances decide here too, so that
-    // no migration is made for a gain below min_gain (a task left alone can shift the set).
-    // Strictly below: an equally good placement (cost 0 -> 0 once every pair shares a PU, or a
-    // mirror image of the current one) is no reason to move anything.
-    // Not when tasks share a PU while another PU is free: stacked tasks cost little (a PU is at
-    // distance 0 from itself) but wait for each other, and always spread. (Over-subscribed, a
-    // PU with one task more than another is no reason to move without a gain.)
-    std::vector<std::size_t> per_pu(sub.pu_count(), 0);
-    for (PuId pu : current) ++per_pu[pu];
-    const bool stacked = std::find_if(per_pu.begin(), per_pu.end(),
-                                      [](std::size_t n) { return n > 1; }) != per_pu.end() &&
-                         std::find(per_pu.begin(), per_pu.end(), 0u) != per_pu.end();
-    if (inside && !stacked && plan.moved > 0 &&
-        !(plan.cost_after < (1 - min_gain) * plan.cost_before)) {
-        plan.target_cpus = current_cpus;
-        plan.cost_after = plan.cost_before;
-        plan.moved = 0;
-    }
     plan.changed = plan.moved > 0;
     if (plan.changed)
-        plan.why = !inside   ? MoveReason::kOutside
-                   : stacked ? MoveReason::kSpread
-                             : MoveReason::kCheaper;
+        plan.why = !inside                                         ? MoveReason::kOutside
+                   : Placement(current).is_stacked(sub.pu_count()) ? MoveReason::kSpread
+                                                                   : MoveReason::kCheaper;
     if (with_baselines) {
         for (const std::string_view name : mapper_names()) {
             const MappingProblem problem{matrix, sub, sub_distances, nullptr};

@@ -25,6 +25,10 @@ class Placement {
     /// True when every PU holds floor(N/P) or ceil(N/P) of the N tasks: one task per PU at most
     /// when under-subscribed, an even share when over-subscribed.
     bool is_balanced(std::size_t pu_count) const;
+    /// True when a PU holds several tasks while another PU of the pu_count holds none: the
+    /// stacked tasks wait for each other, whatever their distance says (an over-subscribed
+    /// placement with every PU busy is not stacked, even if uneven).
+    bool is_stacked(std::size_t pu_count) const;
     /// Number of tasks whose PU differs from `before` (which must have as many tasks).
     std::size_t moves_from(const Placement& before) const;
     /// Throws Error naming `what` unless every PU exists in a topology of pu_count PUs.

@@ -27,7 +27,9 @@ struct RemapDecision {
 
 /// Decides whether to migrate: maps, relabels the result to move as few tasks as possible, and
 /// keeps the current placement unless the new one is better by the margin. A current placement
-/// that is not balanced (several tasks stacked on a PU while others idle) is always replaced.
+/// with tasks stacked on a PU while another is free (Placement::is_stacked) is always replaced:
+/// on one PU they cost little but wait for each other. (Over-subscribed, a PU with one task more
+/// than another is no reason to move without a gain.)
 class Remapper {
   public:
     explicit Remapper(std::unique_ptr<Mapper> mapper, RemapOptions options = {});
