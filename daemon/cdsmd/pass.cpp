@@ -97,6 +97,24 @@ void log_plan(const std::string& label, const CommMatrix& sub, const Classified&
                   fmt::join(plan.target_cpus, ","), plan.cost_before, plan.cost_after);
 }
 
+// record: the plan in the decision (the CPU of each task by matrix index, null for those not
+// placed) and the application's costs.
+void record_plan(AppState& app, Json& d, const Classified& tasks, const Plan& plan,
+                 std::size_t task_count, const MapRequest& req) {
+    app.planned = true;
+    d["cost_before"] = plan.cost_before;
+    d["cost_after"] = plan.cost_after;
+    d["changed"] = plan.changed;
+    if (req.baselines) d["baselines"] = plan.baselines;
+    app.cost_current = plan.changed && req.apply ? plan.cost_after : plan.cost_before;
+    app.cost_best = plan.cost_after;
+    Json placement = Json::array();
+    for (std::size_t k = 0; k < task_count; ++k) placement.push_back(nullptr);
+    for (std::size_t k = 0; k < tasks.tids.size(); ++k)
+        placement[tasks.indices[k]] = plan.target_cpus[k];
+    d["placement"] = placement;
+}
+
 }  // namespace
 
 std::string app_label(const cdsm_app_info& info, const std::string& name) {
@@ -370,18 +388,7 @@ PassResult map_pass(AppState& app, const MapRequest& req, PassContext& context) 
     const Plan plan = context.planner.plan(sub, tasks.current, cpus.available, algorithm,
                                            config.min_gain, req.baselines);
     log_plan(label, sub, tasks, plan);
-    app.planned = true;
-    d["cost_before"] = plan.cost_before;
-    d["cost_after"] = plan.cost_after;
-    d["changed"] = plan.changed;
-    if (req.baselines) d["baselines"] = plan.baselines;
-    app.cost_current = plan.changed && req.apply ? plan.cost_after : plan.cost_before;
-    app.cost_best = plan.cost_after;
-    Json placement = Json::array();
-    for (std::size_t k = 0; k < seen.tasks.size(); ++k) placement.push_back(nullptr);
-    for (std::size_t k = 0; k < tasks.tids.size(); ++k)
-        placement[tasks.indices[k]] = plan.target_cpus[k];
-    d["placement"] = placement;
+    record_plan(app, d, tasks, plan, seen.tasks.size(), req);
 
     const bool apply = req.apply && !context.dry_run && plan.changed;
     const Applied applied = apply_plan(app, tasks, plan, apply, context);
