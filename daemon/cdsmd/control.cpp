@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 // The control-socket commands of cdsmd (daemon/PROTOCOL.md).
+#include "control.hpp"
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
@@ -10,7 +12,6 @@
 #include <charconv>
 #include <cstring>
 
-#include "daemon.hpp"
 #include "request.hpp"
 
 namespace cdsm::cdsmd {
@@ -28,7 +29,7 @@ double seconds(const timeval& tv) {
 
 }  // namespace
 
-AppState& Daemon::find_app(const Json& request, const Peer& peer) {
+AppState& Control::find_app(const Json& request, const Peer& peer) {
     const Json& a = request["app"];  // a string or a whole number (validate_request)
     std::string text = a.is_string() ? a.get<std::string>() : a.dump();
     std::optional<std::uint32_t> id;
@@ -38,7 +39,7 @@ AppState& Daemon::find_app(const Json& request, const Peer& peer) {
                              text.data() + text.size()) {
         id = n;
     }
-    for (auto& [app_id, app] : apps_) {
+    for (auto& [app_id, app] : c_.apps) {
         const bool match = id ? app_id == *id : app.name == text;
         if (match && may_see(peer, app.info.uid)) return app;
     }
@@ -46,7 +47,7 @@ AppState& Daemon::find_app(const Json& request, const Peer& peer) {
     throw ProtocolError("ENOENT", fmt::format("no application {}", text));
 }
 
-Json Daemon::app_json(const AppState& app) const {
+Json Control::app_json(const AppState& app) const {
     const cdsm_app_info& i = app.info;
     std::size_t placed = 0;
     for (const auto& [tid, t] : app.tasks) placed += placed_on(t).has_value();
@@ -74,13 +75,13 @@ Json Daemon::app_json(const AppState& app) const {
             {"passes", app.passes}};
 }
 
-Json Daemon::tasks_json(AppState& app) {
+Json Control::tasks_json(AppState& app) {
     Json out = Json::array();
-    for (const cdsm_task_info& t : device().tasks(app.info.app_id)) {
+    for (const cdsm_task_info& t : c_.kernel.tasks(app.info.app_id)) {
         const bool exited = (t.flags & CDSM_TASK_EXITED) != 0;
-        const auto stat = exited ? std::nullopt : procfs::task_stat(t.tgid, t.tid);
-        const auto mask = exited ? std::nullopt : procfs::affinity(t.tid);
-        if (!exited) check_environment(app, t.tgid, proc_);
+        const auto stat = exited ? std::nullopt : c_.proc.task_stat(t.tgid, t.tid);
+        const auto mask = exited ? std::nullopt : c_.proc.affinity(t.tid);
+        if (!exited) check_environment(app, t.tgid, c_.proc);
         const auto env = app.env_by_tgid.find(t.tgid);
         const auto rank = env == app.env_by_tgid.end() ? std::nullopt : mpi_rank(env->second.vars);
         const auto st = app.tasks.find(t.tid);
@@ -108,62 +109,135 @@ Json Daemon::tasks_json(AppState& app) {
     return out;
 }
 
-Json Daemon::stats_json() const {
-    const cdsm_counters c = device().counters();
+Json Control::stats_json() const {
+    const cdsm_counters c = c_.kernel.counters();
     rusage ru{};
     ::getrusage(RUSAGE_SELF, &ru);
-    return {{"kernel",
-             {{"status",
-               {{"numa_balancing_normal", (c.status & CDSM_STATUS_NUMA_BALANCING_NORMAL) != 0},
-                {"rearm_available", (c.status & CDSM_STATUS_REARM_AVAILABLE) != 0}}},
-              {"faults", c.faults},
-              {"tracked_faults", c.tracked_faults},
-              {"comm_events", c.comm_events},
-              {"rearm_armed", c.rearm_armed},
-              {"rearm_taken", c.rearm_taken},
-              {"dropped", c.dropped},
-              {"evictions", c.evictions},
-              {"apps", c.apps},
-              {"tasks", c.tasks},
-              {"kmem_bytes", c.kmem_bytes},
-              {"alloc_failures", c.alloc_failures},
-              {"events_lost", c.events_lost}}},
-            {"daemon",
-             {{"uptime_s", std::chrono::duration<double>(Clock::now() - started_).count()},
-              {"apps", apps_.size()},
-              {"mappings", mappings_},
-              {"migrations", migrations_},
-              {"cpu_user_s", seconds(ru.ru_utime)},
-              {"cpu_sys_s", seconds(ru.ru_stime)},
-              {"max_rss_kib", ru.ru_maxrss},
-              {"dry_run", options_.dry_run}}}};
+    return {
+        {"kernel",
+         {{"status",
+           {{"numa_balancing_normal", (c.status & CDSM_STATUS_NUMA_BALANCING_NORMAL) != 0},
+            {"rearm_available", (c.status & CDSM_STATUS_REARM_AVAILABLE) != 0}}},
+          {"faults", c.faults},
+          {"tracked_faults", c.tracked_faults},
+          {"comm_events", c.comm_events},
+          {"rearm_armed", c.rearm_armed},
+          {"rearm_taken", c.rearm_taken},
+          {"dropped", c.dropped},
+          {"evictions", c.evictions},
+          {"apps", c.apps},
+          {"tasks", c.tasks},
+          {"kmem_bytes", c.kmem_bytes},
+          {"alloc_failures", c.alloc_failures},
+          {"events_lost", c.events_lost}}},
+        {"daemon",
+         {{"uptime_s", std::chrono::duration<double>(Clock::now() - c_.counters.started).count()},
+          {"apps", c_.apps.size()},
+          {"mappings", c_.counters.mappings},
+          {"migrations", c_.counters.migrations},
+          {"cpu_user_s", seconds(ru.ru_utime)},
+          {"cpu_sys_s", seconds(ru.ru_stime)},
+          {"max_rss_kib", ru.ru_maxrss},
+          {"dry_run", c_.dry_run}}}};
 }
 
-Json Daemon::topology_json() const {
-    return cdsm::topology_json(planner_->machine(), planner_->distances());
+Json Control::topology_json() const {
+    return cdsm::topology_json(c_.planner->machine(), c_.planner->distances());
 }
 
-Json Daemon::handle(const Json& request, const control::PeerCredentials& creds) {
+Json Control::track(const Json& request, const Peer& peer) {
+    const std::string name = request.value("name", "");
+    std::uint32_t id = 0;
+    std::string cgroup;
+    if (request.contains("pid")) {
+        const pid_t pid = request["pid"].get<pid_t>();
+        id = c_.kernel.track_pid(pid);
+        c_.untracked_pids.erase(pid);
+    } else if (request.contains("cgroup")) {
+        cgroup = request["cgroup"].get<std::string>();
+        id = c_.kernel.track_cgroup(cgroup);
+        c_.untracked_cgroups.erase(cgroup);
+    } else {
+        throw ProtocolError("EINVAL", "track needs \"pid\" or \"cgroup\"");
+    }
+    for (const cdsm_app_info& info : c_.kernel.list_apps()) {
+        if (info.app_id == id) c_.adopt(info, name).cgroup = cgroup;
+    }
+    c_.save_state();
+    spdlog::info("control socket: uid {} tracked application {}", peer.uid, id);
+    return {{"app_id", id}};
+}
+
+Json Control::app_command(const std::string& cmd, const Json& request, const Peer& peer) {
+    AppState& app = find_app(request, peer);
+    const std::uint32_t id = app.info.app_id;
+    if (cmd == "untrack") {
+        c_.kernel.untrack(id);
+        // The [[track]] rules must not track it again at their next scan.
+        if (app.info.kind == CDSM_TRACK_CGROUP && !app.cgroup.empty())
+            c_.untracked_cgroups.insert(app.cgroup);
+        if (app.info.root_pid > 0) c_.untracked_pids.insert(app.info.root_pid);
+        c_.save_state();
+    }
+    if (cmd == "age") c_.kernel.age(id);
+    if (cmd == "reset") c_.kernel.reset(id);
+    if (cmd == "release") {
+        c_.kernel.release(id);
+        c_.forget(id);
+    }
+    spdlog::info("control socket: uid {}: {} application {}", peer.uid, cmd, id);
+    return Json::object();
+}
+
+Json Control::matrix_json(const Json& request, const Peer& peer) {
+    AppState& app = find_app(request, peer);
+    const bool sparse = request.value("sparse", false);
+    // Refused before the module copies a matrix too large to send.
+    const std::uint64_t dim = app.info.nr_tasks;
+    if (!sparse) check_matrix_cells(dim * dim, false, app.info.app_id);
+    const auto m = c_.kernel.matrix(app.info.app_id);
+    Json j = matrix_cells(m.matrix, sparse, app.info.app_id);
+    j.update(Json{{"app_id", app.info.app_id},
+                  {"dim", m.matrix.size()},
+                  {"events", m.events},
+                  {"snapshot_ns", m.snapshot_ns},
+                  {"tasks", tasks_json(app)}});
+    return j;
+}
+
+Json Control::set_params(const Json& request) {
+    const auto& names = kernel_param_names();
+    for (const auto& [name, value] : request["params"].items()) {
+        if (std::find(names.begin(), names.end(), name) == names.end()) {
+            throw ProtocolError("EINVAL", fmt::format("unknown module parameter '{}'", name));
+        }
+        c_.config.kernel[name] = value.get<std::uint32_t>();
+    }
+    c_.apply_kernel_params();
+    return Json::object();
+}
+
+Json Control::handle(const Json& request, const control::PeerCredentials& creds) {
     validate_request(request);
-    const Peer peer = peer_rights(creds, config_.admin_gid);
+    const Peer peer = peer_rights(creds, c_.config.admin_gid);
     const std::string cmd = request.value("cmd", "");
     const bool dry_run = request.value("dry_run", false);
     if (is_control_request(cmd, dry_run) && !peer.privileged) {
         spdlog::info("control socket: uid {} (pid {}) may not '{}'", peer.uid, peer.pid, cmd);
-        throw ProtocolError(
-            "EPERM", fmt::format("'{}' needs root{}", cmd,
-                                 config_.admin_group.empty() ? std::string()
-                                                             : " or group " + config_.admin_group));
+        throw ProtocolError("EPERM", fmt::format("'{}' needs root{}", cmd,
+                                                 c_.config.admin_group.empty()
+                                                     ? std::string()
+                                                     : " or group " + c_.config.admin_group));
     }
     if (cmd == "ping") {
         return {{"version", std::string(cdsm::version())},
-                {"abi", device().abi_version()},
+                {"abi", c_.kernel.abi_version()},
                 {"protocol", kProtocolVersion},
-                {"dry_run", options_.dry_run}};
+                {"dry_run", c_.dry_run}};
     }
     if (cmd == "list") {
         Json apps = Json::array();
-        for (const auto& [id, app] : apps_) {
+        for (const auto& [id, app] : c_.apps) {
             if (may_see(peer, app.info.uid)) apps.push_back(app_json(app));
         }
         return {{"apps", apps}};
@@ -179,84 +253,21 @@ Json Daemon::handle(const Json& request, const control::PeerCredentials& creds) 
         AppState& app = find_app(request, peer);
         return {{"app_id", app.info.app_id}, {"tasks", tasks_json(app)}};
     }
-    if (cmd == "matrix") {
-        AppState& app = find_app(request, peer);
-        const bool sparse = request.value("sparse", false);
-        // Refused before the module copies a matrix too large to send.
-        const std::uint64_t dim = app.info.nr_tasks;
-        if (!sparse) check_matrix_cells(dim * dim, false, app.info.app_id);
-        const auto m = device().matrix(app.info.app_id);
-        Json j = matrix_cells(m.matrix, sparse, app.info.app_id);
-        j.update(Json{{"app_id", app.info.app_id},
-                      {"dim", m.matrix.size()},
-                      {"events", m.events},
-                      {"snapshot_ns", m.snapshot_ns},
-                      {"tasks", tasks_json(app)}});
-        return j;
-    }
-    if (cmd == "track") {
-        const std::string name = request.value("name", "");
-        std::uint32_t id = 0;
-        std::string cgroup;
-        if (request.contains("pid")) {
-            const pid_t pid = request["pid"].get<pid_t>();
-            id = device().track_pid(pid);
-            untracked_pids_.erase(pid);
-        } else if (request.contains("cgroup")) {
-            cgroup = request["cgroup"].get<std::string>();
-            id = device().track_cgroup(cgroup);
-            untracked_cgroups_.erase(cgroup);
-        } else {
-            throw ProtocolError("EINVAL", "track needs \"pid\" or \"cgroup\"");
-        }
-        for (const cdsm_app_info& info : device().list_apps()) {
-            if (info.app_id == id) adopt(info, name).cgroup = cgroup;
-        }
-        save_state();
-        spdlog::info("control socket: uid {} tracked application {}", peer.uid, id);
-        return {{"app_id", id}};
-    }
-    if (cmd == "untrack" || cmd == "age" || cmd == "reset" || cmd == "release") {
-        AppState& app = find_app(request, peer);
-        const std::uint32_t id = app.info.app_id;
-        if (cmd == "untrack") {
-            device().untrack(id);
-            // The [[track]] rules must not track it again at their next scan.
-            if (app.info.kind == CDSM_TRACK_CGROUP && !app.cgroup.empty())
-                untracked_cgroups_.insert(app.cgroup);
-            if (app.info.root_pid > 0) untracked_pids_.insert(app.info.root_pid);
-            save_state();
-        }
-        if (cmd == "age") device().age(id);
-        if (cmd == "reset") device().reset(id);
-        if (cmd == "release") {
-            device().release(id);
-            forget(id);
-        }
-        spdlog::info("control socket: uid {}: {} application {}", peer.uid, cmd, id);
-        return Json::object();
-    }
+    if (cmd == "matrix") return matrix_json(request, peer);
+    if (cmd == "track") return track(request, peer);
+    if (cmd == "untrack" || cmd == "age" || cmd == "reset" || cmd == "release")
+        return app_command(cmd, request, peer);
     if (cmd == "map") {
         AppState& app = find_app(request, peer);
         const std::string algorithm = request.value("algorithm", "");
         if (!algorithm.empty()) make_mapper(algorithm);  // an unknown name is EINVAL
-        return map_app(app, MapRequest{!dry_run, algorithm, true, false});
+        return c_.map(app, MapRequest{!dry_run, algorithm, true, false});
     }
     if (cmd == "stats") return stats_json();
     if (cmd == "topology") return topology_json();
-    if (cmd == "set") {
-        const auto& names = kernel_param_names();
-        for (const auto& [name, value] : request["params"].items()) {
-            if (std::find(names.begin(), names.end(), name) == names.end()) {
-                throw ProtocolError("EINVAL", fmt::format("unknown module parameter '{}'", name));
-            }
-            config_.kernel[name] = value.get<std::uint32_t>();
-        }
-        apply_kernel_params();
-        return Json::object();
-    }
+    if (cmd == "set") return set_params(request);
     if (cmd == "reload") {
-        reload_config();
+        c_.reload_config();
         return Json::object();
     }
     throw ProtocolError("EINVAL", fmt::format("unknown command '{}'", cmd));

@@ -36,7 +36,27 @@ bool is_enoent(const SystemError& e) {
 }  // namespace
 
 Daemon::Daemon(Options options, Config config)
-    : options_(std::move(options)), config_(std::move(config)), started_(Clock::now()) {}
+    : options_(std::move(options)),
+      config_(std::move(config)),
+      control_(ControlContext{
+          .apps = apps_,
+          .config = config_,
+          .planner = planner_,
+          .kernel = kernel_,
+          .proc = proc_,
+          .untracked_pids = untracked_pids_,
+          .untracked_cgroups = untracked_cgroups_,
+          .counters = counters_,
+          .dry_run = options_.dry_run,
+          .adopt = [this](const cdsm_app_info& info, const std::string& name) -> AppState& {
+              return adopt(info, name);
+          },
+          .forget = [this](std::uint32_t id) { forget(id); },
+          .save_state = [this] { save_state(); },
+          .apply_kernel_params = [this] { apply_kernel_params(); },
+          .reload_config = [this] { reload_config(); },
+          .map = [this](AppState& app,
+                        const MapRequest& request) { return map_app(app, request); }}) {}
 
 Daemon::~Daemon() = default;
 
@@ -161,8 +181,7 @@ void Daemon::save_state() const {
                                  "\n";
         // Private whatever the umask: it names every user's applications. fchmod also fixes a
         // temporary file left with another mode.
-        Fd fd(
-            ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
+        Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
         if (!fd || ::fchmod(fd.get(), 0600) < 0) throw_errno("open " + tmp.string());
         for (std::size_t done = 0; done < text.size();) {
             const ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
@@ -257,7 +276,7 @@ void Daemon::forget(std::uint32_t app_id) {
 
 void Daemon::resync() {
     std::set<std::uint32_t> live;
-    for (const cdsm_app_info& info : device().list_apps()) {
+    for (const cdsm_app_info& info : kernel_.list_apps()) {
         live.insert(info.app_id);
         AppState& app = adopt(info);
         if ((info.flags & CDSM_APP_ENDED) && !app.ended_at) {
@@ -324,7 +343,7 @@ void Daemon::release_ended() {
     }
     for (std::uint32_t id : done) {
         try {
-            if (!options_.dry_run) device().release(id);
+            if (!options_.dry_run) kernel_.release(id);
             spdlog::info("{}: ended, released", app_label(apps_[id].info, apps_[id].name));
         } catch (const SystemError& e) {
             if (!is_enoent(e)) spdlog::warn("{}", e.what());
@@ -352,9 +371,9 @@ Json Daemon::map_app(AppState& app, const MapRequest& request) {
                         .dry_run = options_.dry_run,
                         .claimed_by_others = claimed_by_others(app.info.app_id),
                         .save_state = [this] { save_state(); }};
-    ++mappings_;
+    ++counters_.mappings;
     PassResult result = map_pass(app, request, context);
-    migrations_ += result.moved;
+    counters_.migrations += result.moved;
     return std::move(result.decision);
 }
 
@@ -389,8 +408,8 @@ void Daemon::run_due() {
 
 void Daemon::track_pid(pid_t pid, const std::string& name) {
     try {
-        const std::uint32_t id = device().track_pid(pid);
-        for (const cdsm_app_info& info : device().list_apps()) {
+        const std::uint32_t id = kernel_.track_pid(pid);
+        for (const cdsm_app_info& info : kernel_.list_apps()) {
             if (info.app_id == id) adopt(info, name);
         }
     } catch (const SystemError& e) {
@@ -434,8 +453,8 @@ void Daemon::scan_rules() {
             // tracked by hand, or before a restart). Once that one ended (its tasks exited, or
             // the directory was removed), the next run in the directory is a new application.
             try {
-                const std::uint32_t id = device().track_cgroup(path);
-                for (const cdsm_app_info& info : device().list_apps()) {
+                const std::uint32_t id = kernel_.track_cgroup(path);
+                for (const cdsm_app_info& info : kernel_.list_apps()) {
                     if (info.app_id == id)
                         adopt(info, rule.name.empty() ? path : rule.name).cgroup = path;
                 }

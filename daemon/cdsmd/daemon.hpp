@@ -12,10 +12,11 @@
 #include <vector>
 
 #include "app_state.hpp"
+#include "cdsm/control.hpp"
 #include "cdsm/kernel.hpp"
 #include "cdsm/kernel_events.hpp"
-#include "cdsm/control.hpp"
 #include "config.hpp"
+#include "control.hpp"
 #include "interval.hpp"
 #include "pass.hpp"
 #include "planner.hpp"
@@ -81,14 +82,12 @@ class Daemon {
     void scan_rules();
     void track_pid(pid_t pid, const std::string& name);
 
-    // Control socket. tests/fuzz/fuzz_request.cpp calls handle() (DaemonFuzzAccess).
+    // Control socket (control.hpp). tests/fuzz/fuzz_request.cpp calls handle()
+    // (DaemonFuzzAccess).
     friend struct DaemonFuzzAccess;
-    control::Json handle(const control::Json& request, const control::PeerCredentials& creds);
-    AppState& find_app(const control::Json& request, const Peer& peer);
-    control::Json app_json(const AppState& app) const;
-    control::Json tasks_json(AppState& app);
-    control::Json stats_json() const;
-    control::Json topology_json() const;
+    control::Json handle(const control::Json& request, const control::PeerCredentials& creds) {
+        return control_.handle(request, creds);
+    }
 
     Clock::time_point next_wakeup() const;
 
@@ -103,17 +102,16 @@ class Daemon {
     std::unique_ptr<ControlServer> server_;
     std::map<std::uint32_t, AppState> apps_;
     std::map<std::uint32_t, control::Json> saved_;  ///< state file entries not yet matched
-    std::set<pid_t> rejected_pids_;                ///< matched a rule but could not be tracked
+    std::set<pid_t> rejected_pids_;                 ///< matched a rule but could not be tracked
     // Untracked on request: the rules leave them alone while the process or directory exists.
     std::set<pid_t> untracked_pids_;
     std::set<std::string> untracked_cgroups_;
     Clock::time_point next_scan_;
-    Clock::time_point started_;
-    std::uint64_t mappings_ = 0;
-    std::uint64_t migrations_ = 0;
+    DaemonCounters counters_;
     bool stop_ = false;
     bool reload_ = false;
     std::function<void()> on_ready_;
+    Control control_;
 };
 
 }  // namespace cdsm::cdsmd

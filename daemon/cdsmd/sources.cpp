@@ -17,6 +17,38 @@ void DeviceKernel::age(std::uint32_t app_id) {
     device_().age(app_id);
 }
 
+int DeviceKernel::abi_version() {
+    return device_().abi_version();
+}
+
+std::vector<cdsm_app_info> DeviceKernel::list_apps() {
+    return device_().list_apps();
+}
+
+std::uint32_t DeviceKernel::track_pid(pid_t pid) {
+    return device_().track_pid(pid);
+}
+
+std::uint32_t DeviceKernel::track_cgroup(std::string_view path) {
+    return device_().track_cgroup(path);
+}
+
+void DeviceKernel::untrack(std::uint32_t app_id) {
+    device_().untrack(app_id);
+}
+
+void DeviceKernel::reset(std::uint32_t app_id) {
+    device_().reset(app_id);
+}
+
+void DeviceKernel::release(std::uint32_t app_id) {
+    device_().release(app_id);
+}
+
+cdsm_counters DeviceKernel::counters() {
+    return device_().counters();
+}
+
 std::optional<std::string> SystemProc::comm(pid_t pid) {
     return procfs::comm(pid);
 }

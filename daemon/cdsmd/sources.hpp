@@ -13,6 +13,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cdsm/kernel.hpp"
@@ -31,6 +32,21 @@ class KernelSource {
     virtual std::vector<cdsm_task_info> tasks(std::uint32_t app_id) = 0;
     virtual kernel::MatrixSnapshot matrix(std::uint32_t app_id) = 0;
     virtual void age(std::uint32_t app_id) = 0;
+};
+
+/// The whole module as cdsmd uses it: a pass's reads, and what the control commands, the
+/// tracking rules and the loop do.
+class Kernel : public KernelSource {
+  public:
+    virtual int abi_version() = 0;
+    virtual std::vector<cdsm_app_info> list_apps() = 0;
+    /// Tracks a process tree or a cgroup v2 directory; returns the new application's id.
+    virtual std::uint32_t track_pid(pid_t pid) = 0;
+    virtual std::uint32_t track_cgroup(std::string_view path) = 0;
+    virtual void untrack(std::uint32_t app_id) = 0;
+    virtual void reset(std::uint32_t app_id) = 0;
+    virtual void release(std::uint32_t app_id) = 0;
+    virtual cdsm_counters counters() = 0;
 };
 
 /// Per-task and per-process facts; each returns nothing when the task is gone or unreadable.
@@ -59,12 +75,20 @@ class Applier {
 
 /// The module through the device cdsmd opened (`device` is asked at each call: it throws until
 /// the device is open).
-class DeviceKernel final : public KernelSource {
+class DeviceKernel final : public Kernel {
   public:
     explicit DeviceKernel(std::function<kernel::Device&()> device) : device_(std::move(device)) {}
     std::vector<cdsm_task_info> tasks(std::uint32_t app_id) override;
     kernel::MatrixSnapshot matrix(std::uint32_t app_id) override;
     void age(std::uint32_t app_id) override;
+    int abi_version() override;
+    std::vector<cdsm_app_info> list_apps() override;
+    std::uint32_t track_pid(pid_t pid) override;
+    std::uint32_t track_cgroup(std::string_view path) override;
+    void untrack(std::uint32_t app_id) override;
+    void reset(std::uint32_t app_id) override;
+    void release(std::uint32_t app_id) override;
+    cdsm_counters counters() override;
 
   private:
     std::function<kernel::Device&()> device_;
