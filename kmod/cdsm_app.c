@@ -15,6 +15,10 @@
 #include <linux/cgroup.h>
 #include <linux/cred.h>
 #include <linux/debugfs.h>
+#include <linux/hashtable.h>
+#include <linux/kref.h>
+#include <linux/memcontrol.h>
+#include <linux/mutex.h>
 #include <linux/pid.h>
 #include <linux/rcupdate.h>
 #include <linux/sched/mm.h>
@@ -24,16 +28,83 @@
 #include <linux/seq_file.h>
 #include <linux/string.h>
 #include <linux/timekeeping.h>
+#include <linux/vmalloc.h>
 
 #include "cdsm_app.h"
+#include "cdsm_core.h"
 #include "cdsm_netlink.h"
+#include "cdsm_params.h"
 #include "cdsm_stats.h"
 
+/* Task records are allocated in chunks of this many. */
+#define CDSM_TASK_CHUNK 64
+
+/* Bits of a slot's generation in the application key (see cdsm_core.h). */
+#define CDSM_GEN_BITS 10
+
+/**
+ * struct cdsm_app - an application: its tasks and its matrix.
+ * @ref:		references: its slot, and readers copying it out.
+ * @id:			user-visible id, never reused while loaded.
+ * @key:		slot | generation << 8 (CDSM_GEN_BITS), in the sharer ids.
+ * @slot:		index in the application table.
+ * @kind:		enum cdsm_track_kind.
+ * @flags:		CDSM_APP_*, under cdsm_lock.
+ * @root_pid:		the tracked process, 0 for a cgroup.
+ * @uid:		owner: effective uid of the first task when it joined, never
+ *			changed; INVALID_UID until a task joined (a cgroup's).
+ * @memcg:		memory cgroup of the first task (a reference), or NULL: the
+ *			application's memory is charged to it.
+ * @cgrp:		the tracked cgroup (a reference), or NULL.
+ * @start_ns:		creation time.
+ * @end_ns:		when the last task exited, 0 while running.
+ * @nr_tasks:		tasks joined, under cdsm_lock.
+ * @nr_live:		tasks not exited, under cdsm_lock.
+ * @max_tasks:		limit of @nr_tasks, max_tasks when created.
+ * @chunks:		@max_tasks / CDSM_TASK_CHUNK pointers to task records.
+ * @spare_chunk:	a chunk kept ready for atomic context, refilled by the worker.
+ * @comm:		command name of the first task, as its @comm.
+ * @mutex:		protects @matrix and @events (cdsm_app_matrix_lock()).
+ * @matrix:		communication events, @matrix.dim >= @nr_tasks after the worker grew it.
+ * @events:		communication events counted.
+ * @rearm_pages:	pages re-armed (re-arming, through cdsm_app_add_rearmed()).
+ * @kmem_bytes:		memory of chunks and matrix.
+ */
+struct cdsm_app {
+	struct kref ref;
+	u32 id;
+	u32 key;
+	u32 slot;
+	u32 kind;
+	u32 flags;
+	pid_t root_pid;
+	kuid_t uid;
+	struct mem_cgroup *memcg;
+	struct cgroup *cgrp;
+	u64 start_ns;
+	u64 end_ns;
+	u32 nr_tasks;
+	u32 nr_live;
+	u32 max_tasks;
+	struct cdsm_task **chunks;
+	struct cdsm_task *spare_chunk;
+	char comm[TASK_COMM_LEN];
+	struct mutex mutex;
+	struct cdsm_matrix matrix;
+	u64 events;
+	u64 rearm_pages;
+	atomic64_t kmem_bytes;
+};
+
 /* Serialises creation and removal of applications with the worker. */
-DEFINE_MUTEX(cdsm_apps_mutex);
+static DEFINE_MUTEX(cdsm_apps_mutex);
 /* Protects task membership, the task hash and the application table. */
-DEFINE_SPINLOCK(cdsm_lock);
-struct cdsm_app *cdsm_apps[CDSM_MAX_APPS];
+static DEFINE_SPINLOCK(cdsm_lock);
+/*
+ * The application table; a slot changes under both locks above, and is read
+ * with either held, or locklessly by the worker (which holds the mutex).
+ */
+static struct cdsm_app *cdsm_apps[CDSM_MAX_APPS];
 atomic_t cdsm_nr_live_tasks;
 atomic_t cdsm_nr_apps;
 
@@ -78,9 +149,10 @@ static size_t cdsm_chunk_sz(void)
 }
 
 /**
- * cdsm_apps_lock() - keep every application in its slot: while held, only the
- * holder creates or removes applications, and applications found in the table
- * stay valid (the worker's step, TRACK, RELEASE, unload).
+ * cdsm_apps_lock() - keep every application in its slot: while held, only
+ * the holder removes applications (or creates them by TRACK; auto mode may
+ * still fill a free slot), so applications found in the table stay valid (the
+ * worker's step, TRACK, RELEASE, unload).
  *
  * Context: process context; sleeps. Taken before cdsm_tasks_lock().
  */
@@ -92,6 +164,8 @@ void cdsm_apps_lock(void)
 
 /**
  * cdsm_apps_unlock() - release cdsm_apps_lock().
+ *
+ * Context: cdsm_apps_lock() held.
  */
 void cdsm_apps_unlock(void)
 	__releases(&cdsm_apps_mutex)
@@ -116,6 +190,8 @@ void cdsm_tasks_lock(void)
 
 /**
  * cdsm_tasks_unlock() - release cdsm_tasks_lock().
+ *
+ * Context: cdsm_tasks_lock() held.
  */
 void cdsm_tasks_unlock(void)
 	__releases(&cdsm_lock)
@@ -140,14 +216,8 @@ struct cdsm_task *cdsm_task_lookup(struct task_struct *p)
 	return NULL;
 }
 
-/**
- * cdsm_app_task() - a task record by index.
- * @app:	the application.
- * @index:	below @app->nr_tasks.
- *
- * Return: the record.
- */
-struct cdsm_task *cdsm_app_task(struct cdsm_app *app, u32 index)
+/* The task record at @index, below @app->nr_tasks. */
+static struct cdsm_task *cdsm_app_task(struct cdsm_app *app, u32 index)
 {
 	return &app->chunks[index / CDSM_TASK_CHUNK][index % CDSM_TASK_CHUNK];
 }
@@ -286,7 +356,7 @@ void cdsm_task_refresh(struct cdsm_app *app, struct cdsm_task *t)
  * Context: cdsm_lock held (@app->uid is set under it).
  * Return: true if the reader may read @app.
  */
-bool cdsm_app_readable(const struct cdsm_app *app, kuid_t euid, bool admin)
+static bool cdsm_app_readable(const struct cdsm_app *app, kuid_t euid, bool admin)
 {
 	return admin || (uid_valid(app->uid) && uid_eq(app->uid, euid));
 }
@@ -584,7 +654,8 @@ u32 cdsm_app_id(const struct cdsm_app *app)
  * cdsm_app_get() - find an application and take a reference.
  * @id:	its id.
  *
- * Return: the application, or NULL.
+ * Context: any but hard interrupt; takes cdsm_tasks_lock().
+ * Return: the application, or NULL; release it with cdsm_app_put().
  */
 struct cdsm_app *cdsm_app_get(u32 id)
 {
@@ -622,6 +693,9 @@ static void cdsm_app_free(struct kref *ref)
 /**
  * cdsm_app_put() - drop a reference from cdsm_app_get().
  * @app:	the application.
+ *
+ * Context: any but hard interrupt; the last reference frees the
+ * application (kfree/kvfree, no sleep).
  */
 void cdsm_app_put(struct cdsm_app *app)
 {
@@ -672,6 +746,7 @@ static void cdsm_remember_untracked(struct task_struct *p)
  * @remember:	remember the live tasks' processes, so that auto mode does
  *		not track them again (an untrack or release from user space).
  *
+ * Context: process context; takes cdsm_tasks_lock().
  * Return: 0.
  */
 int cdsm_app_untrack(struct cdsm_app *app, bool remember)
@@ -702,7 +777,7 @@ int cdsm_app_untrack(struct cdsm_app *app, bool remember)
  * @app:	the application, in a slot.
  * @remember:	as for cdsm_app_untrack().
  *
- * Context: cdsm_apps_mutex held; sleeps.
+ * Context: cdsm_apps_lock() held; sleeps (synchronize_rcu()).
  */
 void cdsm_app_remove(struct cdsm_app *app, bool remember)
 {
@@ -717,6 +792,8 @@ void cdsm_app_remove(struct cdsm_app *app, bool remember)
 
 /**
  * cdsm_apps_free_all() - remove every application (unload).
+ *
+ * Context: process context; takes cdsm_apps_lock(); sleeps.
  */
 void cdsm_apps_free_all(void)
 {
@@ -734,14 +811,14 @@ void cdsm_apps_free_all(void)
  * context.
  * @app:	the application.
  *
- * Context: process context, may sleep.
+ * Context: cdsm_apps_lock() held (the worker); sleeps; takes
+ * cdsm_tasks_lock().
  * Return: 0 or -ENOMEM (counted).
  */
 int cdsm_app_refill(struct cdsm_app *app)
 {
-	struct cdsm_task *chunk;
-
 	struct mem_cgroup *old_memcg;
+	struct cdsm_task *chunk;
 
 	if (READ_ONCE(app->spare_chunk) || app->flags & CDSM_APP_UNTRACKED)
 		return 0;
@@ -768,11 +845,440 @@ int cdsm_app_refill(struct cdsm_app *app)
  * cdsm_app_clear_pending() - a slot's generation wrapped since the last call
  * (see cdsm_app_create()): the block table must be cleared.
  *
+ * Context: any (the worker).
  * Return: true once per wrap.
  */
 bool cdsm_app_clear_pending(void)
 {
 	return atomic_read(&cdsm_clear_pending) && atomic_xchg(&cdsm_clear_pending, 0);
+}
+
+/**
+ * cdsm_app_next() - the application at or after a table position
+ * (cdsm_for_each_app()).
+ * @pos:	in: the first slot to look at; out: the slot after the one found.
+ *
+ * Reads the table locklessly: applications are published with a release
+ * store (cdsm_app_create()), and only the caller removes them.
+ *
+ * Context: cdsm_apps_lock() held.
+ * Return: the application, or NULL after the last one.
+ */
+struct cdsm_app *cdsm_app_next(u32 *pos)
+{
+	struct cdsm_app *app;
+
+	for (; *pos < CDSM_MAX_APPS; (*pos)++) {
+		app = READ_ONCE(cdsm_apps[*pos]);
+		if (app) {
+			(*pos)++;
+			return app;
+		}
+	}
+	return NULL;
+}
+
+/**
+ * cdsm_app_of_key() - the application whose key (slot and generation) a
+ * sharer id holds.
+ * @key:	cdsm_sharer_app() of a sharer id.
+ *
+ * Context: cdsm_apps_lock() held (the worker); lockless.
+ * Return: the application, or NULL if the slot was freed or reused since.
+ */
+struct cdsm_app *cdsm_app_of_key(u32 key)
+{
+	struct cdsm_app *app = READ_ONCE(cdsm_apps[key & 0xff]);
+
+	return app && app->key == key ? app : NULL;
+}
+
+/**
+ * cdsm_app_tracking() - an application still records: it has not ended and
+ * was not untracked (re-arming its pages is worth it).
+ * @app:	the application.
+ *
+ * Context: any; a lockless read of the flags.
+ * Return: true if so.
+ */
+bool cdsm_app_tracking(const struct cdsm_app *app)
+{
+	return !(READ_ONCE(app->flags) & (CDSM_APP_ENDED | CDSM_APP_UNTRACKED));
+}
+
+/**
+ * cdsm_app_expired() - an application ended more than retention_s ago.
+ * @app:	the application.
+ * @now_ns:	the worker step's start (CLOCK_BOOTTIME).
+ *
+ * Context: cdsm_apps_lock() held (the worker).
+ * Return: true if it should be removed.
+ */
+bool cdsm_app_expired(const struct cdsm_app *app, u64 now_ns)
+{
+	unsigned int retention_s = READ_ONCE(cdsm_params.retention_s);
+
+	/*
+	 * @now_ns is the step's start: an application that ended during the
+	 * step (re-arming can take seconds under emulation) ended after it, and
+	 * the difference would wrap around.
+	 */
+	return retention_s && app->end_ns && now_ns > app->end_ns &&
+	       now_ns - app->end_ns > (u64)retention_s * NSEC_PER_SEC;
+}
+
+/**
+ * cdsm_app_grow() - grow an application's matrix for the tasks that joined
+ * (up to max_tasks), before the records that need the new rows are applied.
+ * @app:	the application.
+ *
+ * Context: cdsm_apps_lock() held (the worker); allocates with GFP_KERNEL,
+ * charged to the memory cgroup of the application's first task; takes the
+ * matrix lock. A failure is counted and leaves the matrix as it was.
+ */
+void cdsm_app_grow(struct cdsm_app *app)
+{
+	u32 nr_tasks = READ_ONCE(app->nr_tasks);
+	struct mem_cgroup *old_memcg;
+	struct cdsm_matrix m;
+	u32 *old;
+
+	if (nr_tasks <= app->matrix.dim || app->matrix.dim >= app->max_tasks)
+		return;
+	m.dim = cdsm_matrix_dim_for(nr_tasks, CDSM_MIN_MATRIX_DIM, app->max_tasks);
+	old_memcg = set_active_memcg(READ_ONCE(app->memcg));
+	m.cells = kvzalloc(cdsm_matrix_mem_sz(m.dim), GFP_KERNEL | __GFP_NOWARN | __GFP_ACCOUNT);
+	set_active_memcg(old_memcg);
+	if (!m.cells) {
+		cdsm_stat_add(CDSM_STAT_ALLOC_FAILURES, 1);
+		return;
+	}
+	mutex_lock(&app->mutex);
+	old = app->matrix.cells;
+	if (old)
+		cdsm_matrix_copy(&m, &app->matrix);
+	atomic64_add(cdsm_matrix_mem_sz(m.dim) - cdsm_matrix_mem_sz(app->matrix.dim),
+		     &app->kmem_bytes);
+	app->matrix = m;
+	mutex_unlock(&app->mutex);
+	kvfree(old);
+}
+
+/**
+ * cdsm_app_matrix_lock() - lock an application's matrix and event count, for
+ * a run of cdsm_app_count() calls.
+ * @app:	the application.
+ *
+ * Context: process context; sleeps (a mutex). Never held while yielding:
+ * readers of the matrix wait for it.
+ */
+void cdsm_app_matrix_lock(struct cdsm_app *app)
+	__acquires(&app->mutex)
+{
+	mutex_lock(&app->mutex);
+}
+
+/**
+ * cdsm_app_matrix_unlock() - release cdsm_app_matrix_lock().
+ * @app:	the application.
+ *
+ * Context: cdsm_app_matrix_lock() held.
+ */
+void cdsm_app_matrix_unlock(struct cdsm_app *app)
+	__releases(&app->mutex)
+{
+	mutex_unlock(&app->mutex);
+}
+
+/**
+ * cdsm_app_count() - count one communication event between two tasks.
+ * @app:	the application.
+ * @a:		a task index.
+ * @b:		another task index.
+ *
+ * Context: cdsm_app_matrix_lock() held.
+ * Return: false if a task is beyond the matrix (not grown yet, or beyond
+ * max_tasks): the event is not counted.
+ */
+bool cdsm_app_count(struct cdsm_app *app, u32 a, u32 b)
+{
+	if (!cdsm_matrix_add_pair(&app->matrix, a, b))
+		return false;
+	app->events++;
+	return true;
+}
+
+/**
+ * cdsm_app_nr_tasks() - tasks that joined an application so far (it only
+ * grows, and records never move).
+ * @app:	the application.
+ *
+ * Context: any; a lockless read.
+ * Return: the count.
+ */
+u32 cdsm_app_nr_tasks(const struct cdsm_app *app)
+{
+	return READ_ONCE(app->nr_tasks);
+}
+
+/**
+ * cdsm_app_leader() - the task record at an index if it is the first tracked
+ * task of its process: re-arming walks each process once, from that record,
+ * whose rearm_* fields only re-arming uses.
+ * @app:	the application.
+ * @index:	below cdsm_app_nr_tasks().
+ *
+ * Context: cdsm_apps_lock() held (the worker); lockless (the flag is set
+ * before the record is counted).
+ * Return: the record, or NULL.
+ */
+struct cdsm_task *cdsm_app_leader(struct cdsm_app *app, u32 index)
+{
+	struct cdsm_task *t = cdsm_app_task(app, index);
+
+	return t->flags & CDSM_TASK_LEADER ? t : NULL;
+}
+
+/**
+ * cdsm_task_get_live() - the task of a record that has not exited, with a
+ * reference.
+ * @t:	the record.
+ *
+ * Context: process context; takes cdsm_tasks_lock() (under which a task
+ * cannot pass its exit tracepoint).
+ * Return: the task (release it with put_task_struct()), or NULL.
+ */
+struct task_struct *cdsm_task_get_live(const struct cdsm_task *t)
+{
+	struct task_struct *p = NULL;
+
+	spin_lock(&cdsm_lock);
+	if (!(t->flags & CDSM_TASK_EXITED)) {
+		p = t->task;
+		get_task_struct(p);
+	}
+	spin_unlock(&cdsm_lock);
+	return p;
+}
+
+/**
+ * cdsm_app_add_rearmed() - count pages re-armed for an application.
+ * @app:	the application.
+ * @pages:	pages re-armed.
+ *
+ * Context: the worker (the only writer).
+ */
+void cdsm_app_add_rearmed(struct cdsm_app *app, unsigned long pages)
+{
+	app->rearm_pages += pages;
+}
+
+/**
+ * cdsm_app_get_readable() - find an application a reader may read
+ * (cdsm_app_readable()) and take a reference.
+ * @id:		its id.
+ * @euid:	the reader's effective uid.
+ * @admin:	the reader is an admin.
+ *
+ * Context: process context; takes cdsm_tasks_lock().
+ * Return: the application (release it with cdsm_app_put()), or NULL whether
+ * it does not exist or the reader may not read it.
+ */
+struct cdsm_app *cdsm_app_get_readable(u32 id, kuid_t euid, bool admin)
+{
+	struct cdsm_app *app = cdsm_app_get(id);
+	bool readable;
+
+	if (!app)
+		return NULL;
+	spin_lock(&cdsm_lock);
+	readable = cdsm_app_readable(app, euid, admin);
+	spin_unlock(&cdsm_lock);
+	if (!readable) {
+		cdsm_app_put(app);
+		return NULL;
+	}
+	return app;
+}
+
+/* A snapshot of @app for user space. Context: cdsm_lock held. */
+static void cdsm_app_fill_info(const struct cdsm_app *app, struct cdsm_app_info *info,
+			       struct user_namespace *ns)
+{
+	info->app_id = app->id;
+	info->kind = app->kind;
+	info->flags = app->flags;
+	info->nr_tasks = app->nr_tasks;
+	info->nr_live_tasks = app->nr_live;
+	info->matrix_dim = app->matrix.dim;
+	info->root_pid = app->root_pid;
+	/* No owner yet (a cgroup's before its first task): (u32)-1. */
+	info->uid = uid_valid(app->uid) ? from_kuid_munged(ns, app->uid) : (u32)-1;
+	info->start_ns = app->start_ns;
+	info->end_ns = app->end_ns;
+	info->events = app->events;
+	info->rearm_pages = app->rearm_pages;
+	info->kmem_bytes = atomic64_read(&app->kmem_bytes);
+	memcpy(info->comm, app->comm, sizeof(info->comm));
+}
+
+/**
+ * cdsm_apps_list() - a snapshot of every application a reader may read.
+ * @infos:	CDSM_MAX_APPS zeroed entries.
+ * @euid:	the reader's effective uid.
+ * @admin:	the reader is an admin.
+ * @ns:		the user namespace uids are shown in.
+ *
+ * Context: process context; takes cdsm_tasks_lock().
+ * Return: entries filled.
+ */
+u32 cdsm_apps_list(struct cdsm_app_info *infos, kuid_t euid, bool admin,
+		   struct user_namespace *ns)
+{
+	u32 n = 0;
+	int slot;
+
+	spin_lock(&cdsm_lock);
+	for (slot = 0; slot < CDSM_MAX_APPS; slot++)
+		if (cdsm_apps[slot] && cdsm_app_readable(cdsm_apps[slot], euid, admin))
+			cdsm_app_fill_info(cdsm_apps[slot], &infos[n++], ns);
+	spin_unlock(&cdsm_lock);
+	return n;
+}
+
+/**
+ * cdsm_apps_count() - totals over the table.
+ * @apps:	out: applications.
+ * @tasks:	out: tasks that joined them.
+ * @kmem_bytes:	in: memory counted so far; out: plus the applications'.
+ *
+ * Context: process context; takes cdsm_tasks_lock().
+ */
+void cdsm_apps_count(u64 *apps, u64 *tasks, u64 *kmem_bytes)
+{
+	int slot;
+
+	spin_lock(&cdsm_lock);
+	for (slot = 0; slot < CDSM_MAX_APPS; slot++) {
+		if (!cdsm_apps[slot])
+			continue;
+		(*apps)++;
+		*tasks += cdsm_apps[slot]->nr_tasks;
+		*kmem_bytes += atomic64_read(&cdsm_apps[slot]->kmem_bytes);
+	}
+	spin_unlock(&cdsm_lock);
+}
+
+/**
+ * cdsm_app_snapshot_tasks() - a snapshot of an application's first task
+ * records, live ones refreshed (cdsm_task_refresh()).
+ * @app:	the application.
+ * @infos:	@n zeroed entries.
+ * @n:		records to fill, at most min(cdsm_app_nr_tasks(), @capacity)
+ *		read before.
+ * @capacity:	the caller's buffer, in entries.
+ *
+ * Context: process context; takes cdsm_tasks_lock().
+ * Return: the count to report: @n, or the number of tasks if it exceeds
+ * @capacity (asking for a larger buffer). Tasks that joined since @n was read
+ * are left out when they fit: a count above the @n records written made
+ * callers read unwritten entries (tid 0) during a fork storm.
+ */
+u32 cdsm_app_snapshot_tasks(struct cdsm_app *app, struct cdsm_task_info *infos, u32 n,
+			    u32 capacity)
+{
+	u32 i, count;
+
+	spin_lock(&cdsm_lock);
+	count = app->nr_tasks > capacity ? app->nr_tasks : n;
+	for (i = 0; i < n; i++) {
+		struct cdsm_task *t = cdsm_app_task(app, i);
+
+		if (!(t->flags & CDSM_TASK_EXITED))
+			cdsm_task_refresh(app, t);
+		infos[i].tid = t->tid;
+		infos[i].tgid = t->tgid;
+		infos[i].index = t->index;
+		infos[i].flags = t->flags & CDSM_TASK_EXITED;
+		infos[i].arrival_ns = t->arrival_ns;
+		memcpy(infos[i].comm, t->comm, sizeof(infos[i].comm));
+	}
+	spin_unlock(&cdsm_lock);
+	return count;
+}
+
+/**
+ * cdsm_app_snapshot_matrix() - a copy of an application's matrix.
+ * @app:	the application.
+ * @cells:	@dim * @dim zeroed cells, row-major.
+ * @dim:	tasks to copy (rows beyond the matrix stay zero).
+ * @events:	out: events counted.
+ * @snapshot_ns: out: when the copy was taken (CLOCK_BOOTTIME).
+ *
+ * Context: process context; takes the matrix lock (sleeps).
+ */
+void cdsm_app_snapshot_matrix(struct cdsm_app *app, u32 *cells, u32 dim, u64 *events,
+			      u64 *snapshot_ns)
+{
+	u32 rows, i;
+
+	mutex_lock(&app->mutex);
+	rows = min(dim, app->matrix.dim);
+	for (i = 0; i < rows; i++)
+		memcpy(cells + (size_t)i * dim, app->matrix.cells + (size_t)i * app->matrix.dim,
+		       rows * sizeof(u32));
+	*events = app->events;
+	*snapshot_ns = ktime_get_boottime_ns();
+	mutex_unlock(&app->mutex);
+}
+
+/**
+ * cdsm_app_age() - age an application's matrix (cdsm_matrix_age()).
+ * @app:	the application.
+ *
+ * Context: process context; takes the matrix lock (sleeps).
+ */
+void cdsm_app_age(struct cdsm_app *app)
+{
+	mutex_lock(&app->mutex);
+	cdsm_matrix_age(&app->matrix);
+	mutex_unlock(&app->mutex);
+}
+
+/**
+ * cdsm_app_reset() - clear an application's matrix and event count.
+ * @app:	the application.
+ *
+ * Context: process context; takes the matrix lock (sleeps).
+ */
+void cdsm_app_reset(struct cdsm_app *app)
+{
+	mutex_lock(&app->mutex);
+	if (app->matrix.cells)
+		memset(app->matrix.cells, 0, cdsm_matrix_mem_sz(app->matrix.dim));
+	app->events = 0;
+	mutex_unlock(&app->mutex);
+}
+
+/**
+ * cdsm_app_release() - remove an application that is still in its slot
+ * (cdsm_app_remove(), remembering its processes), for CDSM_IOC_RELEASE.
+ * @app:	the application, with a reference from cdsm_app_get().
+ *
+ * Context: process context; takes cdsm_apps_lock(); sleeps.
+ * Return: 0, or -ENOENT if it was removed meanwhile.
+ */
+int cdsm_app_release(struct cdsm_app *app)
+{
+	int err = 0;
+
+	mutex_lock(&cdsm_apps_mutex);
+	if (READ_ONCE(cdsm_apps[app->slot]) == app)
+		cdsm_app_remove(app, true);
+	else
+		err = -ENOENT;
+	mutex_unlock(&cdsm_apps_mutex);
+	return err;
 }
 
 /*
@@ -831,6 +1337,8 @@ DEFINE_SHOW_ATTRIBUTE(cdsm_registry);
 /**
  * cdsm_app_debugfs_init() - create the "registry" file.
  * @dir:	the module's debugfs directory.
+ *
+ * Context: process context (module load).
  */
 void cdsm_app_debugfs_init(struct dentry *dir)
 {
@@ -839,6 +1347,9 @@ void cdsm_app_debugfs_init(struct dentry *dir)
 
 /**
  * cdsm_app_exit() - forget the untracked processes (unload).
+ *
+ * Context: process context, after cdsm_apps_free_all() and with the
+ * tracepoints detached.
  */
 void cdsm_app_exit(void)
 {

@@ -9,7 +9,7 @@
  * Rights are the opener's, taken from the file's credentials and counted
  * only in the initial user namespace: a control command needs CAP_SYS_ADMIN
  * there (file_ns_capable(), audited); reading needs it too or the opener's
- * effective uid must own the application (cdsm_app_readable()), decided at
+ * effective uid must own the application (cdsm_app_get_readable()), decided at
  * open without an audit record, since a reader without the capability is
  * normal. So cdsmd can open the device and drop CAP_SYS_ADMIN, and a file
  * passed to, or used by, a more privileged program (a setuid one) keeps the
@@ -25,11 +25,11 @@
 #include <linux/nospec.h>
 #include <linux/slab.h>
 #include <linux/string.h>
-#include <linux/timekeeping.h>
 #include <linux/uaccess.h>
 #include <linux/vmalloc.h>
 
 #include "cdsm_app.h"
+#include "cdsm_core.h"
 #include "cdsm_dev.h"
 #include "cdsm_fault.h"
 #include "cdsm_params.h"
@@ -88,31 +88,16 @@ static bool cdsm_opener_admin(const struct file *file)
 	return (unsigned long)file->private_data == 1;
 }
 
-/* The opener may read @app (cdsm_app_readable()). Context: cdsm_lock held. */
-static bool cdsm_may_read(const struct file *file, const struct cdsm_app *app)
-{
-	return cdsm_app_readable(app, file->f_cred->euid, cdsm_opener_admin(file));
-}
-
 /*
  * Finds an application the opener may read; -ENOENT otherwise, whether it
  * does not exist or is another user's (its existence is not revealed).
  */
-static struct cdsm_app *cdsm_app_get_readable(const struct file *file, u32 id)
+static struct cdsm_app *cdsm_get_readable(const struct file *file, u32 id)
 {
-	struct cdsm_app *app = cdsm_app_get(id);
-	bool readable;
+	struct cdsm_app *app = cdsm_app_get_readable(id, file->f_cred->euid,
+						     cdsm_opener_admin(file));
 
-	if (!app)
-		return ERR_PTR(-ENOENT);
-	spin_lock(&cdsm_lock);
-	readable = cdsm_may_read(file, app);
-	spin_unlock(&cdsm_lock);
-	if (!readable) {
-		cdsm_app_put(app);
-		return ERR_PTR(-ENOENT);
-	}
-	return app;
+	return app ?: ERR_PTR(-ENOENT);
 }
 
 /*
@@ -124,37 +109,15 @@ static struct cdsm_app *cdsm_arg_in_readable(const struct file *file, void *karg
 {
 	long err = cdsm_arg_in(karg, ksize, uarg);
 
-	return err < 0 ? ERR_PTR(err) : cdsm_app_get_readable(file, *app_id);
-}
-
-static void cdsm_fill_app_info(const struct file *file, struct cdsm_app_info *info,
-			       struct cdsm_app *app)
-{
-	info->app_id = app->id;
-	info->kind = app->kind;
-	info->flags = app->flags;
-	info->nr_tasks = app->nr_tasks;
-	info->nr_live_tasks = app->nr_live;
-	info->matrix_dim = app->matrix.dim;
-	info->root_pid = app->root_pid;
-	/* No owner yet (a cgroup's before its first task): (u32)-1. */
-	info->uid = uid_valid(app->uid) ? from_kuid_munged(file->f_cred->user_ns, app->uid) :
-					  (u32)-1;
-	info->start_ns = app->start_ns;
-	info->end_ns = app->end_ns;
-	info->events = app->events;
-	info->rearm_pages = app->rearm_pages;
-	info->kmem_bytes = atomic64_read(&app->kmem_bytes);
-	memcpy(info->comm, app->comm, sizeof(info->comm));
+	return err < 0 ? ERR_PTR(err) : cdsm_get_readable(file, *app_id);
 }
 
 static long cdsm_ioc_list_apps(struct file *file, unsigned int nr, void __user *uarg)
 {
 	struct cdsm_list_apps a;
 	struct cdsm_app_info *infos;
-	u32 n = 0;
 	long err;
-	int slot;
+	u32 n;
 
 	err = cdsm_arg_in(&a, sizeof(a), uarg);
 	if (err < 0)
@@ -164,11 +127,8 @@ static long cdsm_ioc_list_apps(struct file *file, unsigned int nr, void __user *
 	infos = kcalloc(CDSM_MAX_APPS, sizeof(*infos), GFP_KERNEL | __GFP_ACCOUNT);
 	if (!infos)
 		return -ENOMEM;
-	spin_lock(&cdsm_lock);
-	for (slot = 0; slot < CDSM_MAX_APPS; slot++)
-		if (cdsm_apps[slot] && cdsm_may_read(file, cdsm_apps[slot]))
-			cdsm_fill_app_info(file, &infos[n++], cdsm_apps[slot]);
-	spin_unlock(&cdsm_lock);
+	n = cdsm_apps_list(infos, file->f_cred->euid, cdsm_opener_admin(file),
+			   file->f_cred->user_ns);
 	a.count = n;
 	if (copy_to_user(u64_to_user_ptr(a.apps_ptr), infos,
 			 min(n, a.capacity) * sizeof(*infos)))
@@ -184,14 +144,14 @@ static long cdsm_ioc_get_tasks(struct file *file, unsigned int nr, void __user *
 	struct cdsm_task_info *infos = NULL;
 	struct cdsm_get_tasks a;
 	struct cdsm_app *app;
-	u32 i, n;
 	long err;
+	u32 n;
 
 	app = cdsm_arg_in_readable(file, &a, sizeof(a), uarg, &a.app_id);
 	if (IS_ERR(app))
 		return PTR_ERR(app);
 	/* nr_tasks only grows, and records never move: fill up to n. */
-	n = min(READ_ONCE(app->nr_tasks), a.capacity);
+	n = min(cdsm_app_nr_tasks(app), a.capacity);
 	if (n) {
 		infos = kvcalloc(n, sizeof(*infos), GFP_KERNEL | __GFP_ACCOUNT | __GFP_NOWARN);
 		if (!infos) {
@@ -199,26 +159,7 @@ static long cdsm_ioc_get_tasks(struct file *file, unsigned int nr, void __user *
 			goto out;
 		}
 	}
-	spin_lock(&cdsm_lock);
-	/*
-	 * Tasks that joined since n was read are left out when they fit: a count
-	 * above the n records written made callers read unwritten entries (tid 0)
-	 * during a fork storm. A count above @capacity asks for a larger buffer.
-	 */
-	a.count = app->nr_tasks > a.capacity ? app->nr_tasks : n;
-	for (i = 0; i < n; i++) {
-		struct cdsm_task *t = cdsm_app_task(app, i);
-
-		if (!(t->flags & CDSM_TASK_EXITED))
-			cdsm_task_refresh(app, t);
-		infos[i].tid = t->tid;
-		infos[i].tgid = t->tgid;
-		infos[i].index = t->index;
-		infos[i].flags = t->flags & CDSM_TASK_EXITED;
-		infos[i].arrival_ns = t->arrival_ns;
-		memcpy(infos[i].comm, t->comm, sizeof(infos[i].comm));
-	}
-	spin_unlock(&cdsm_lock);
+	a.count = cdsm_app_snapshot_tasks(app, infos, n, a.capacity);
 	err = cdsm_arg_out_array(uarg, &a, sizeof(a), a.tasks_ptr, infos, n * sizeof(*infos));
 out:
 	cdsm_app_put(app);
@@ -229,14 +170,14 @@ static long cdsm_ioc_get_matrix(struct file *file, unsigned int nr, void __user 
 {
 	struct cdsm_get_matrix a;
 	struct cdsm_app *app;
-	u32 *cells = NULL, dim, rows, i;
+	u32 *cells = NULL, dim;
 	long err;
 
 	app = cdsm_arg_in_readable(file, &a, sizeof(a), uarg, &a.app_id);
 	if (IS_ERR(app))
 		return PTR_ERR(app);
 	/* At most max_tasks (<= CDSM_MAX_TASKS): at most 256 MiB, charged to the reader. */
-	dim = READ_ONCE(app->nr_tasks);
+	dim = cdsm_app_nr_tasks(app);
 	if (dim > a.capacity) {
 		a.dim = dim;
 		err = cdsm_arg_out(uarg, &a, sizeof(a));
@@ -250,14 +191,7 @@ static long cdsm_ioc_get_matrix(struct file *file, unsigned int nr, void __user 
 			goto out;
 		}
 	}
-	mutex_lock(&app->mutex);
-	rows = min(dim, app->matrix.dim);
-	for (i = 0; i < rows; i++)
-		memcpy(cells + (size_t)i * dim, app->matrix.cells + (size_t)i * app->matrix.dim,
-		       rows * sizeof(u32));
-	a.events = app->events;
-	a.snapshot_ns = ktime_get_boottime_ns();
-	mutex_unlock(&app->mutex);
+	cdsm_app_snapshot_matrix(app, cells, dim, &a.events, &a.snapshot_ns);
 	a.dim = dim;
 	err = cdsm_arg_out_array(uarg, &a, sizeof(a), a.cells_ptr, cells, cdsm_matrix_mem_sz(dim));
 out:
@@ -280,27 +214,16 @@ static long cdsm_ioc_app_op(struct file *file, unsigned int nr, void __user *uar
 	err = 0;
 	switch (nr) {
 	case _IOC_NR(CDSM_IOC_AGE):
-		mutex_lock(&app->mutex);
-		cdsm_matrix_age(&app->matrix);
-		mutex_unlock(&app->mutex);
+		cdsm_app_age(app);
 		break;
 	case _IOC_NR(CDSM_IOC_RESET):
-		mutex_lock(&app->mutex);
-		if (app->matrix.cells)
-			memset(app->matrix.cells, 0, cdsm_matrix_mem_sz(app->matrix.dim));
-		app->events = 0;
-		mutex_unlock(&app->mutex);
+		cdsm_app_reset(app);
 		break;
 	case _IOC_NR(CDSM_IOC_UNTRACK):
 		cdsm_app_untrack(app, true);
 		break;
 	case _IOC_NR(CDSM_IOC_RELEASE):
-		mutex_lock(&cdsm_apps_mutex);
-		if (READ_ONCE(cdsm_apps[app->slot]) == app)
-			cdsm_app_remove(app, true);
-		else
-			err = -ENOENT;
-		mutex_unlock(&cdsm_apps_mutex);
+		err = cdsm_app_release(app);
 		break;
 	}
 	cdsm_app_put(app);
@@ -359,7 +282,6 @@ static long cdsm_ioc_counters(struct file *file, unsigned int nr, void __user *u
 	struct cdsm_counters c;
 	u64 kmem = cdsm_worker_mem_sz() + cdsm_fault_mem_sz();
 	long err;
-	int slot;
 
 	err = cdsm_arg_in(&c, sizeof(c), uarg);
 	if (err < 0)
@@ -380,15 +302,7 @@ static long cdsm_ioc_counters(struct file *file, unsigned int nr, void __user *u
 	c.alloc_failures = cdsm_stat_sum(CDSM_STAT_ALLOC_FAILURES);
 	c.events_lost = cdsm_stat_sum(CDSM_STAT_EVENTS_LOST);
 	c.migrated = cdsm_stat_sum(CDSM_STAT_MIGRATED);
-	spin_lock(&cdsm_lock);
-	for (slot = 0; slot < CDSM_MAX_APPS; slot++) {
-		if (!cdsm_apps[slot])
-			continue;
-		c.apps++;
-		c.tasks += cdsm_apps[slot]->nr_tasks;
-		kmem += atomic64_read(&cdsm_apps[slot]->kmem_bytes);
-	}
-	spin_unlock(&cdsm_lock);
+	cdsm_apps_count(&c.apps, &c.tasks, &kmem);
 	c.kmem_bytes = kmem;
 	return cdsm_arg_out(uarg, &c, sizeof(c));
 }

@@ -217,15 +217,9 @@ static unsigned long cdsm_rearm_mm(struct mm_struct *mm, struct cdsm_task *t,
 /* Takes the mm of a live leader task, or NULL. */
 static struct mm_struct *cdsm_task_mm(struct cdsm_task *t, bool *threaded)
 {
-	struct task_struct *p = NULL;
+	struct task_struct *p = cdsm_task_get_live(t);
 	struct mm_struct *mm;
 
-	spin_lock(&cdsm_lock);
-	if (!(t->flags & CDSM_TASK_EXITED)) {
-		p = t->task;
-		get_task_struct(p);
-	}
-	spin_unlock(&cdsm_lock);
 	if (!p)
 		return NULL;
 	mm = get_task_mm(p);
@@ -243,23 +237,23 @@ static struct mm_struct *cdsm_task_mm(struct cdsm_task *t, bool *threaded)
  *		PTEs (each ends with a TLB shootdown, which can wait long for
  *		busy CPUs), with the process's mmap lock held for read.
  *
- * Context: the worker, cdsm_apps_mutex held; sleeps.
+ * Context: the worker, cdsm_apps_lock() held; sleeps.
  */
 void cdsm_rearm_app(struct cdsm_app *app, unsigned int period_ms, unsigned int rate_bp,
 		    void (*drain)(void))
 {
-	u32 i, nr_tasks = READ_ONCE(app->nr_tasks);
+	u32 i, nr_tasks = cdsm_app_nr_tasks(app);
 
 	if (!rate_bp || !cdsm_change_prot_numa || !READ_ONCE(cdsm_numa_normal))
 		return;
 	for (i = 0; i < nr_tasks; i++) {
-		struct cdsm_task *t = cdsm_app_task(app, i);
+		struct cdsm_task *t = cdsm_app_leader(app, i);
 		struct mm_struct *mm;
 		unsigned long armed;
 		bool threaded;
 		u64 rss;
 
-		if (!(t->flags & CDSM_TASK_LEADER))
+		if (!t)
 			continue;
 		mm = cdsm_task_mm(t, &threaded);
 		if (!mm)
@@ -278,7 +272,7 @@ void cdsm_rearm_app(struct cdsm_app *app, unsigned int period_ms, unsigned int r
 					      threaded, drain);
 			/* Pages armed beyond the budget are paid back in later steps. */
 			t->rearm_credit_mpages -= (s64)armed * 1000;
-			app->rearm_pages += armed;
+			cdsm_app_add_rearmed(app, armed);
 			cdsm_stat_add(CDSM_STAT_REARM_ARMED, armed);
 		}
 		mmput(mm);

@@ -2,8 +2,11 @@
 /*
  * cdsm worker (see cdsm_worker.h). It is the only user of the block table,
  * so the table needs no lock; a matrix is updated under its application's
- * mutex, which snapshots take too. Matrices grow here, with GFP_KERNEL,
- * before the records that need the new rows are applied.
+ * matrix lock (cdsm_app_matrix_lock()), which snapshots take too. Matrices
+ * grow (cdsm_app_grow()) before the records that need the new rows are
+ * applied. A step holds cdsm_apps_lock(), so that the applications it walks
+ * stay in their slots; it reaches them only through the registry's
+ * functions (cdsm_app.h).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -19,6 +22,7 @@
 #include "cdsm_core.h"
 #include "cdsm_fault.h"
 #include "cdsm_netlink.h"
+#include "cdsm_params.h"
 #include "cdsm_rearm.h"
 #include "cdsm_stats.h"
 #include "cdsm_worker.h"
@@ -29,35 +33,6 @@ static void *cdsm_blocks_mem;
 static unsigned int cdsm_blocks_shift;
 static struct cdsm_fault_rec *cdsm_batch;
 static u64 cdsm_evictions_before_clear;
-
-static void cdsm_worker_grow(struct cdsm_app *app)
-{
-	u32 nr_tasks = READ_ONCE(app->nr_tasks);
-	struct mem_cgroup *old_memcg;
-	struct cdsm_matrix m;
-	u32 *old;
-
-	if (nr_tasks <= app->matrix.dim || app->matrix.dim >= app->max_tasks)
-		return;
-	m.dim = cdsm_matrix_dim_for(nr_tasks, CDSM_MIN_MATRIX_DIM, app->max_tasks);
-	/* Charged to the memory cgroup of the application's first task. */
-	old_memcg = set_active_memcg(READ_ONCE(app->memcg));
-	m.cells = kvzalloc(cdsm_matrix_mem_sz(m.dim), GFP_KERNEL | __GFP_NOWARN | __GFP_ACCOUNT);
-	set_active_memcg(old_memcg);
-	if (!m.cells) {
-		cdsm_stat_add(CDSM_STAT_ALLOC_FAILURES, 1);
-		return;
-	}
-	mutex_lock(&app->mutex);
-	old = app->matrix.cells;
-	if (old)
-		cdsm_matrix_copy(&m, &app->matrix);
-	atomic64_add(cdsm_matrix_mem_sz(m.dim) - cdsm_matrix_mem_sz(app->matrix.dim),
-		     &app->kmem_bytes);
-	app->matrix = m;
-	mutex_unlock(&app->mutex);
-	kvfree(old);
-}
 
 /*
  * The frame under @rec changed owner: the kernel migrated the page (its
@@ -96,31 +71,26 @@ static void cdsm_worker_new_frame(const struct cdsm_fault_rec *rec, unsigned int
 static void cdsm_worker_apply(const struct cdsm_fault_rec *rec, unsigned int shift,
 			      struct cdsm_app **locked)
 {
-	u32 key = cdsm_sharer_app(rec->sharer), peers[CDSM_MAX_SHARERS];
-	struct cdsm_app *app = cdsm_apps[key & 0xff];
+	struct cdsm_app *app = cdsm_app_of_key(cdsm_sharer_app(rec->sharer));
+	u32 peers[CDSM_MAX_SHARERS];
 	unsigned int i, n;
 
-	if (!app || app->key != key) {
+	if (!app) {
 		cdsm_stat_add(CDSM_STAT_DROPPED, 1);
 		return;
 	}
 	if (*locked != app) {
 		if (*locked)
-			mutex_unlock(&(*locked)->mutex);
-		mutex_lock(&app->mutex);
+			cdsm_app_matrix_unlock(*locked);
+		cdsm_app_matrix_lock(app);
 		*locked = app;
 	}
 	if (rec->old_paddr || rec->fresh)
 		cdsm_worker_new_frame(rec, shift);
 	n = cdsm_blocks_record(&cdsm_blocks, rec->paddr >> shift, rec->sharer, peers);
-	for (i = 0; i < n; i++) {
-		if (!cdsm_matrix_add_pair(&app->matrix, cdsm_sharer_task(rec->sharer),
-					  cdsm_sharer_task(peers[i]))) {
+	for (i = 0; i < n; i++)
+		if (!cdsm_app_count(app, cdsm_sharer_task(rec->sharer), cdsm_sharer_task(peers[i])))
 			cdsm_stat_add(CDSM_STAT_DROPPED, 1);
-			continue;
-		}
-		app->events++;
-	}
 	cdsm_stat_add(CDSM_STAT_COMM_EVENTS, n);
 }
 
@@ -143,24 +113,11 @@ static void cdsm_worker_record(void)
 				cdsm_worker_apply(&cdsm_batch[i], shift, &locked);
 			/* Never yield with a matrix locked: readers would wait for us. */
 			if (locked)
-				mutex_unlock(&locked->mutex);
+				cdsm_app_matrix_unlock(locked);
 			locked = NULL;
 			cond_resched();
 		}
 	}
-}
-
-static bool cdsm_app_expired(struct cdsm_app *app, u64 now_ns)
-{
-	unsigned int retention_s = READ_ONCE(cdsm_params.retention_s);
-
-	/*
-	 * @now_ns is the step's start: an application that ended during the
-	 * step (re-arming can take seconds under emulation) ended after it, and
-	 * the difference would wrap around.
-	 */
-	return retention_s && app->end_ns && now_ns > app->end_ns &&
-	       now_ns - app->end_ns > (u64)retention_s * NSEC_PER_SEC;
 }
 
 /*
@@ -169,18 +126,15 @@ static bool cdsm_app_expired(struct cdsm_app *app, u64 now_ns)
  * with a TLB shootdown that waits for every CPU running the process (up to
  * about a second under QEMU TCG), and a step re-arms every process of every
  * application, so applying records only once per step left matrices
- * seconds behind the faults. Context: cdsm_apps_mutex held.
+ * seconds behind the faults. Context: cdsm_apps_lock() held.
  */
 static void cdsm_worker_catch_up(void)
 {
-	int slot;
+	struct cdsm_app *app;
+	u32 pos;
 
-	for (slot = 0; slot < CDSM_MAX_APPS; slot++) {
-		struct cdsm_app *app = READ_ONCE(cdsm_apps[slot]);
-
-		if (app)
-			cdsm_worker_grow(app);
-	}
+	cdsm_for_each_app(app, pos)
+		cdsm_app_grow(app);
 	cdsm_worker_record();
 }
 
@@ -188,32 +142,22 @@ static void cdsm_worker_tick(unsigned int elapsed_ms, bool age)
 {
 	unsigned int rate_bp = READ_ONCE(cdsm_params.rearm_rate_bp);
 	u64 now_ns = ktime_get_boottime_ns();
-	int slot;
+	struct cdsm_app *app;
+	u32 pos;
 
-	mutex_lock(&cdsm_apps_mutex);
-	for (slot = 0; slot < CDSM_MAX_APPS; slot++) {
-		struct cdsm_app *app = READ_ONCE(cdsm_apps[slot]);
-
-		if (app)
-			cdsm_app_refill(app);
-	}
+	cdsm_apps_lock();
+	cdsm_for_each_app(app, pos)
+		cdsm_app_refill(app);
 	cdsm_worker_catch_up();
-	for (slot = 0; slot < CDSM_MAX_APPS; slot++) {
-		struct cdsm_app *app = READ_ONCE(cdsm_apps[slot]);
-
-		if (!app)
-			continue;
-		if (!(READ_ONCE(app->flags) & (CDSM_APP_ENDED | CDSM_APP_UNTRACKED)))
+	cdsm_for_each_app(app, pos) {
+		if (cdsm_app_tracking(app))
 			cdsm_rearm_app(app, elapsed_ms, rate_bp, cdsm_worker_catch_up);
-		if (age) {
-			mutex_lock(&app->mutex);
-			cdsm_matrix_age(&app->matrix);
-			mutex_unlock(&app->mutex);
-		}
+		if (age)
+			cdsm_app_age(app);
 		if (cdsm_app_expired(app, now_ns))
 			cdsm_app_remove(app, false);
 	}
-	mutex_unlock(&cdsm_apps_mutex);
+	cdsm_apps_unlock();
 	cdsm_events_send();
 }
 
@@ -229,7 +173,7 @@ static int cdsm_worker_fn(void *unused)
 		if (age)
 			last_age = now;
 		if (!last_check || time_after_eq(now, last_check + HZ)) {
-			cdsm_rearm_check_sysctl(atomic_read(&cdsm_nr_apps) &&
+			cdsm_rearm_check_sysctl(cdsm_apps_tracked() &&
 						READ_ONCE(cdsm_params.rearm_rate_bp));
 			last_check = now;
 		}
