@@ -111,6 +111,8 @@ atomic_t cdsm_nr_apps;
 static DEFINE_HASHTABLE(cdsm_task_hash, 10);
 static u16 cdsm_slot_gen[CDSM_MAX_APPS];
 static u32 cdsm_next_app_id = 1;
+/* Unload: cdsm_apps_free_all() ran; no application is created any more. */
+static bool cdsm_apps_closed;
 /* A slot's generation wrapped: the worker clears the block table. */
 static atomic_t cdsm_clear_pending;
 
@@ -411,6 +413,8 @@ struct cdsm_app *cdsm_app_create(u32 kind, pid_t root_pid, struct cgroup *cgrp, 
 	struct cdsm_app *app;
 	int slot;
 
+	if (cdsm_apps_closed)
+		return ERR_PTR(-ESHUTDOWN);
 	for (slot = 0; slot < CDSM_MAX_APPS; slot++)
 		if (!cdsm_apps[slot])
 			break;
@@ -791,7 +795,8 @@ void cdsm_app_remove(struct cdsm_app *app, bool remember)
 }
 
 /**
- * cdsm_apps_free_all() - remove every application (unload).
+ * cdsm_apps_free_all() - refuse new applications and remove every one
+ * (unload), while the exit tracepoint is still attached (see cdsm_main.c).
  *
  * Context: process context; takes cdsm_apps_lock(); sleeps.
  */
@@ -800,6 +805,9 @@ void cdsm_apps_free_all(void)
 	int slot;
 
 	mutex_lock(&cdsm_apps_mutex);
+	spin_lock(&cdsm_lock);
+	cdsm_apps_closed = true;
+	spin_unlock(&cdsm_lock);
 	for (slot = 0; slot < CDSM_MAX_APPS; slot++)
 		if (cdsm_apps[slot])
 			cdsm_app_remove(cdsm_apps[slot], false);

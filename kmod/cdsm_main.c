@@ -3,8 +3,10 @@
  * cdsm: communication detection through shared memory.
  *
  * Module entry: brings the pieces up in dependency order and down in
- * reverse: probes go first on unload, so that nothing produces records
- * while the worker and the applications are freed.
+ * reverse: the fault probe goes first on unload, so that nothing produces
+ * records while the worker and the applications are freed; the tracepoints
+ * go last, so that every task that exits before its record is freed is seen
+ * exiting (a record of a task that exited unseen would name a freed task).
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -43,10 +45,10 @@ static int __init cdsm_init(void)
 	err = cdsm_netlink_init();
 	if (err)
 		goto fail_netlink;
-	err = cdsm_worker_start();
-	if (err)
-		goto fail_worker;
 	err = cdsm_track_start();
+	if (err)
+		goto fail_tracking;
+	err = cdsm_worker_start();
 	if (err)
 		goto fail_tracking;
 	err = cdsm_fault_start();
@@ -67,12 +69,11 @@ static int __init cdsm_init(void)
 fail_dev:
 	cdsm_fault_stop();
 fail_fault:
-	cdsm_track_stop();
-fail_tracking:
 	cdsm_worker_stop();
+fail_tracking:
 	cdsm_apps_free_all();
+	cdsm_track_stop();
 	cdsm_app_exit();
-fail_worker:
 	cdsm_netlink_exit();
 fail_netlink:
 	cdsm_fault_exit();
@@ -84,9 +85,14 @@ static void __exit cdsm_exit(void)
 	debugfs_remove_recursive(cdsm_debugfs);
 	cdsm_dev_exit();
 	cdsm_fault_stop();
-	cdsm_track_stop();
 	cdsm_worker_stop();
+	/*
+	 * Applications go while the exit probe still runs: a record not marked
+	 * exited then names a live task (cdsm_app_untrack() reads it), and the
+	 * registry refuses new applications from then on.
+	 */
 	cdsm_apps_free_all();
+	cdsm_track_stop();
 	cdsm_app_exit();
 	cdsm_netlink_exit();
 	cdsm_fault_exit();

@@ -114,9 +114,10 @@ struct cdsm_tp {
 	bool registered;
 };
 
+/* Exit first: no task joins before its exit is seen. */
 static struct cdsm_tp cdsm_tps[] = {
-	{ .name = "sched_process_fork", .probe = cdsm_probe_fork },
 	{ .name = "sched_process_exit", .probe = cdsm_probe_exit },
+	{ .name = "sched_process_fork", .probe = cdsm_probe_fork },
 	{ .name = "cgroup_attach_task", .probe = cdsm_probe_attach },
 	{ .name = "cgroup_rmdir", .probe = cdsm_probe_rmdir },
 };
@@ -133,6 +134,9 @@ static void cdsm_tp_find(struct tracepoint *tp, void *priv)
 /**
  * cdsm_track_start() - attach to the task lifecycle tracepoints.
  *
+ * On failure some may be attached, and applications may exist: the caller
+ * frees them (cdsm_apps_free_all()) before cdsm_track_stop(), as on unload.
+ *
  * Context: process context (module load).
  * Return: 0, or an error after a message naming the tracepoint.
  */
@@ -144,20 +148,18 @@ int cdsm_track_start(void)
 	for (i = 0; i < ARRAY_SIZE(cdsm_tps); i++) {
 		if (!cdsm_tps[i].tp) {
 			pr_err("tracepoint %s not found\n", cdsm_tps[i].name);
-			err = -ENOENT;
-			goto fail;
+			return -ENOENT;
 		}
+	}
+	for (i = 0; i < ARRAY_SIZE(cdsm_tps); i++) {
 		err = tracepoint_probe_register(cdsm_tps[i].tp, cdsm_tps[i].probe, NULL);
 		if (err) {
 			pr_err("cannot attach to tracepoint %s: %d\n", cdsm_tps[i].name, err);
-			goto fail;
+			return err;
 		}
 		cdsm_tps[i].registered = true;
 	}
 	return 0;
-fail:
-	cdsm_track_stop();
-	return err;
 }
 
 /**
