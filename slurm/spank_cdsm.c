@@ -66,12 +66,12 @@ static int parse_mode(const char *s, enum cdsm_mode *mode)
 	return -1;
 }
 
-static int opt_cdsm(int val, const char *optarg, int remote)
+static int opt_cdsm(int val, const char *arg, int remote)
 {
 	(void)val;
 	(void)remote;
-	if (parse_mode(optarg, &step_mode) < 0) {
-		slurm_error("cdsm: --cdsm=%s: not off or map", optarg ? optarg : "");
+	if (parse_mode(arg, &step_mode) < 0) {
+		slurm_error("cdsm: --cdsm=%s: not off or map", arg ? arg : "");
 		return ESPANK_BAD_ARG;
 	}
 	if (step_mode == MODE_DETECT) {
@@ -81,16 +81,16 @@ static int opt_cdsm(int val, const char *optarg, int remote)
 	return ESPANK_SUCCESS;
 }
 
-static int opt_report(int val, const char *optarg, int remote)
+static int opt_report(int val, const char *arg, int remote)
 {
 	(void)val;
 	(void)remote;
-	if (!optarg || optarg[0] != '/' || strlen(optarg) >= sizeof(report_dir) - 64) {
+	if (!arg || arg[0] != '/' || strlen(arg) >= sizeof(report_dir) - 64) {
 		slurm_error("cdsm: --cdsm-report=%s: give an absolute directory path",
-			    optarg ? optarg : "");
+			    arg ? arg : "");
 		return ESPANK_BAD_ARG;
 	}
-	strcpy(report_dir, optarg);
+	strcpy(report_dir, arg);
 	return ESPANK_SUCCESS;
 }
 
