@@ -304,6 +304,17 @@ static int step_cgroup(pid_t pid, uint32_t job, char *path, size_t size)
 	return 0;
 }
 
+/* "J.S" for job J's step S, "J.batch" and "J.interactive" for those steps. */
+static void step_label(uint32_t job, uint32_t step, char *label, size_t size)
+{
+	if (step == SLURM_BATCH_SCRIPT)
+		snprintf(label, size, "%u.batch", job);
+	else if (step == SLURM_INTERACTIVE_STEP)
+		snprintf(label, size, "%u.interactive", job);
+	else
+		snprintf(label, size, "%u.%u", job, step);
+}
+
 /* @s as a JSON string body (the cgroup path: printable ASCII expected). */
 static int json_safe(const char *s)
 {
@@ -316,7 +327,7 @@ static int json_safe(const char *s)
 
 int slurm_spank_task_post_fork(spank_t sp, int ac, char **av)
 {
-	char cgroup[PATH_MAX], request[PATH_MAX + 256], reply[4096], name[64];
+	char cgroup[PATH_MAX], request[PATH_MAX + 256], reply[4096], label[48], name[64];
 	uint32_t job = 0, step = 0;
 	enum cdsm_mode mode = step_mode == MODE_UNSET ? site_mode : step_mode;
 	pid_t pid = 0;
@@ -338,12 +349,8 @@ int slurm_spank_task_post_fork(spank_t sp, int ac, char **av)
 			    job, (int)pid);
 		return 0;
 	}
-	if (step == SLURM_BATCH_SCRIPT)
-		snprintf(name, sizeof(name), "slurm-%u.batch", job);
-	else if (step == SLURM_INTERACTIVE_STEP)
-		snprintf(name, sizeof(name), "slurm-%u.interactive", job);
-	else
-		snprintf(name, sizeof(name), "slurm-%u.%u", job, step);
+	step_label(job, step, label, sizeof(label));
+	snprintf(name, sizeof(name), "slurm-%s", label);
 	snprintf(request, sizeof(request),
 		 "{\"cmd\":\"track\",\"cgroup\":\"%s\",\"name\":\"%s\"%s}\n", cgroup, name,
 		 mode == MODE_DETECT ? ",\"mode\":\"detect\"" : "");
@@ -389,7 +396,7 @@ static int run_cdsmctl(int dir, const char *file, char *const args[])
 static int write_report(uid_t uid, gid_t gid, gid_t *gids, int ngids, uint32_t job,
 			uint32_t step)
 {
-	char request[96], prefix[64], name[96], matrix[96], png[96];
+	char request[96], label[48], prefix[64], name[96], matrix[96], png[96];
 	static const char *const what[] = { "matrix", "show", "tasks" };
 	static const char *const file[] = { "matrix.json", "placements.json", "tasks.json" };
 	int dir, failed = 0;
@@ -401,10 +408,8 @@ static int write_report(uid_t uid, gid_t gid, gid_t *gids, int ngids, uint32_t j
 	dir = open(report_dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
 	if (dir < 0)
 		return 2;
-	if (step == SLURM_BATCH_SCRIPT)
-		snprintf(prefix, sizeof(prefix), "cdsm-%u.batch", job);
-	else
-		snprintf(prefix, sizeof(prefix), "cdsm-%u.%u", job, step);
+	step_label(job, step, label, sizeof(label));
+	snprintf(prefix, sizeof(prefix), "cdsm-%s", label);
 	/*
 	 * First what cdsmd knows, as it answers (the ended application is released after
 	 * mapping.release_ended_after_ms): the matrix, then placements, costs and migrations
