@@ -14,7 +14,7 @@
 #include "cdsm/error.hpp"
 #include "cdsm/fd.hpp"
 
-/// The control protocol between cdsmd and its clients (daemon/PROTOCOL.md): one JSON object per
+/// The control protocol between cdsmd and its clients (docs/protocol.md): one JSON object per
 /// `\n`-terminated line over a Unix stream socket, request then response.
 namespace cdsm::control {
 

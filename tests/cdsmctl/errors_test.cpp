@@ -6,7 +6,7 @@
 #include "cdsm/matrix_io.hpp"
 #include "support.hpp"
 
-namespace cdsmctl::test {
+namespace cdsm::cdsmctl::test {
 namespace {
 
 constexpr const char* kSmall = "pack:2 core:2 pu:2";
@@ -168,4 +168,4 @@ TEST(Help, EverySubcommandHasHelp) {
 }
 
 }  // namespace
-}  // namespace cdsmctl::test
+}  // namespace cdsm::cdsmctl::test

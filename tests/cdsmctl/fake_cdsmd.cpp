@@ -9,7 +9,7 @@
 #include <cstring>
 #include <stdexcept>
 
-namespace cdsmctl::test {
+namespace cdsm::cdsmctl::test {
 
 FakeCdsmd::FakeCdsmd(Handler handler)
     : handler_(std::move(handler)), path_((dir_.path() / "cdsmd.sock").string()) {
@@ -81,4 +81,4 @@ nlohmann::json refusal(const std::string& error, const std::string& code) {
     return {{"ok", false}, {"error", error}, {"code", code}};
 }
 
-}  // namespace cdsmctl::test
+}  // namespace cdsm::cdsmctl::test

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 // A stand-in for cdsmd in the tests: a Unix socket that speaks the control protocol
-// (daemon/PROTOCOL.md) with replies the test chooses, and remembers every request.
+// (docs/protocol.md) with replies the test chooses, and remembers every request.
 #pragma once
 
 #include <functional>
@@ -12,7 +12,7 @@
 
 #include "support.hpp"
 
-namespace cdsmctl::test {
+namespace cdsm::cdsmctl::test {
 
 class FakeCdsmd {
   public:
@@ -48,4 +48,4 @@ class FakeCdsmd {
 /// A reply cdsmd gives when it refuses.
 nlohmann::json refusal(const std::string& error, const std::string& code);
 
-}  // namespace cdsmctl::test
+}  // namespace cdsm::cdsmctl::test

@@ -9,7 +9,7 @@
 #include "cdsm/topology.hpp"
 #include "support.hpp"
 
-namespace cdsmctl::test {
+namespace cdsm::cdsmctl::test {
 namespace {
 
 constexpr const char* kSmall = "pack:2 core:2 pu:2";
@@ -185,4 +185,4 @@ TEST(Topology, AsymmetricMachineReportsArityRange) {
 }
 
 }  // namespace
-}  // namespace cdsmctl::test
+}  // namespace cdsm::cdsmctl::test

@@ -16,7 +16,7 @@
 #include "labelled_matrix.hpp"
 #include "support.hpp"
 
-namespace cdsmctl::test {
+namespace cdsm::cdsmctl::test {
 namespace {
 
 // A matrix whose pairs all differ, so that ordering mistakes show.
@@ -249,4 +249,4 @@ TEST(Show, SvgIsWellFormedWithOneRectanglePerCommunicatingPair) {
 }
 
 }  // namespace
-}  // namespace cdsmctl::test
+}  // namespace cdsm::cdsmctl::test

@@ -12,7 +12,7 @@
 
 extern char** environ;
 
-namespace cdsmctl::test {
+namespace cdsm::cdsmctl::test {
 
 Result cdsmctl(const std::vector<std::string>& args, const std::vector<std::string>& env,
                const std::string& input) {
@@ -117,4 +117,4 @@ bool one_line(const std::string& text) {
     return !text.empty() && text.back() == '\n' && text.find('\n') == text.size() - 1;
 }
 
-}  // namespace cdsmctl::test
+}  // namespace cdsm::cdsmctl::test

@@ -10,7 +10,7 @@
 
 #include "cdsm/comm_matrix.hpp"
 
-namespace cdsmctl::test {
+namespace cdsm::cdsmctl::test {
 
 struct Result {
     int status = -1;  ///< exit status, or 128+signal
@@ -52,4 +52,4 @@ std::vector<std::string> lines(const std::string& text);
 /// The one line of an error message, or a failure naming what was printed instead.
 bool one_line(const std::string& text);
 
-}  // namespace cdsmctl::test
+}  // namespace cdsm::cdsmctl::test

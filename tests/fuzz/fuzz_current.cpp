@@ -14,7 +14,7 @@
 
 namespace {
 
-cdsmctl::MapOptions options;
+cdsm::cdsmctl::MapOptions options;
 
 }  // namespace
 
@@ -35,7 +35,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     options.current = list;
     std::ostringstream out;
     try {
-        cdsmctl::map_offline(options, out);
+        cdsm::cdsmctl::map_offline(options, out);
     } catch (const std::exception&) {
     }
     return 0;

@@ -16,13 +16,13 @@
 namespace {
 
 void show(const cdsm::TaskMatrix& file) {
-    for (const auto by : {cdsmctl::Axis::kIndex, cdsmctl::Axis::kTid}) {
-        if (by == cdsmctl::Axis::kTid && file.tasks.empty()) continue;
-        const cdsmctl::LabelledMatrix m = cdsmctl::from_task_matrix(file, by, "fuzz");
+    for (const auto by : {cdsm::cdsmctl::Axis::kIndex, cdsm::cdsmctl::Axis::kTid}) {
+        if (by == cdsm::cdsmctl::Axis::kTid && file.tasks.empty()) continue;
+        const cdsm::cdsmctl::LabelledMatrix m = cdsm::cdsmctl::from_task_matrix(file, by, "fuzz");
         std::ostringstream out;
-        cdsmctl::print_matrix_table(m, out);
-        cdsmctl::print_json(out, cdsmctl::matrix_json(m));
-        out << cdsmctl::matrix_csv(m);
+        cdsm::cdsmctl::print_matrix_table(m, out);
+        cdsm::cdsmctl::print_json(out, cdsm::cdsmctl::matrix_json(m));
+        out << cdsm::cdsmctl::matrix_csv(m);
     }
 }
 

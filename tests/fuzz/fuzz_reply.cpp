@@ -16,16 +16,16 @@
 
 namespace {
 
-void show(const nlohmann::json& reply, cdsmctl::Axis by) {
+void show(const nlohmann::json& reply, cdsm::cdsmctl::Axis by) {
     try {
-        const cdsmctl::LabelledMatrix m = cdsmctl::from_daemon_matrix(reply, by, "fuzz");
+        const cdsm::cdsmctl::LabelledMatrix m = cdsm::cdsmctl::from_cdsmd_matrix(reply, by, "fuzz");
         std::ostringstream out;
-        cdsmctl::print_matrix_table(m, out);
-        cdsmctl::print_json(out, cdsmctl::matrix_json(m));
-        out << cdsmctl::matrix_csv(m);
+        cdsm::cdsmctl::print_matrix_table(m, out);
+        cdsm::cdsmctl::print_json(out, cdsm::cdsmctl::matrix_json(m));
+        out << cdsm::cdsmctl::matrix_csv(m);
         // Shades at full size, and colours in blocks of tasks when the matrix is wider.
-        out << cdsmctl::render_terminal_heatmap(m, {true, false, 0})
-            << cdsmctl::render_terminal_heatmap(m, {false, true, 24});
+        out << cdsm::cdsmctl::render_terminal_heatmap(m, {true, false, 0})
+            << cdsm::cdsmctl::render_terminal_heatmap(m, {false, true, 24});
     } catch (const std::exception&) {
     }
 }
@@ -35,15 +35,16 @@ void show(const nlohmann::json& reply, cdsmctl::Axis by) {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const auto reply = nlohmann::json::parse(data, data + size, nullptr, false);
     if (reply.is_discarded()) return 0;
-    for (const auto by : {cdsmctl::Axis::kIndex, cdsmctl::Axis::kTid, cdsmctl::Axis::kRank})
+    for (const auto by :
+         {cdsm::cdsmctl::Axis::kIndex, cdsm::cdsmctl::Axis::kTid, cdsm::cdsmctl::Axis::kRank})
         show(reply, by);
     std::ostringstream out;
     try {
-        cdsmctl::print_mapping(reply, out);
+        cdsm::cdsmctl::print_mapping(reply, out);
     } catch (const std::exception&) {
     }
     try {
-        cdsmctl::print_topology(reply, out);
+        cdsm::cdsmctl::print_topology(reply, out);
     } catch (const std::exception&) {
     }
     return 0;

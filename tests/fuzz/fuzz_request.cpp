@@ -2,12 +2,12 @@
 // cdsmd's control requests as any local user can send them: the bytes arrive in reads of varying
 // size, are framed into lines (LineBuffer, 1 MiB limit), parsed (parse_line: depth limit),
 // checked (validate_request) and answered as the control socket answers them
-// (ControlServer::answer, encode_line) by cdsmd's own dispatch (Daemon::handle), once for root,
+// (ControlServer::answer, encode_line) by cdsmd's own dispatch (Service::handle), once for root,
 // once for a member of the admin group and once for an unprivileged user.
 //
-// The Daemon never opened /dev/cdsm; its machine is synthetic (2 packages x 2 cores x 2 PUs) and
+// The Service never opened /dev/cdsm; its machine is synthetic (2 packages x 2 cores x 2 PUs) and
 // it holds three applications of two users, as if the module had listed them. Every command runs
-// cdsmd's code up to its first ioctl, which is answered ENODEV (Daemon::device()): list, show,
+// cdsmd's code up to its first ioctl, which is answered ENODEV (Service::device()): list, show,
 // topology, reload without kernel parameters, unknown commands and every refusal run entirely;
 // the others after their checks, their rights and the application lookup.
 //
@@ -24,22 +24,22 @@
 #include <string>
 #include <string_view>
 
-#include "daemon.hpp"
 #include "planner.hpp"
 #include "policy.hpp"
+#include "service.hpp"
 
 namespace cdsm::cdsmd {
 
 using control::Json;
 
-struct DaemonFuzzAccess {
-    static Daemon& instance() {
-        static Daemon* d = [] {
+struct ServiceFuzzAccess {
+    static Service& instance() {
+        static Service* d = [] {
             spdlog::set_level(spdlog::level::off);
             Options options;
             options.config_path = CDSM_FUZZ_DATA "/cdsmd.toml";
             options.config_explicit = true;
-            auto* daemon = new Daemon(options, load_config(options.config_path, true));
+            auto* daemon = new Service(options, load_config(options.config_path, true));
             daemon->planner_ = std::make_unique<Planner>(
                 Topology::from_synthetic("pack:2 core:2 pu:2"), daemon->config_.costs);
             const auto add = [daemon](std::uint32_t id, uid_t uid, const char* comm,
@@ -78,7 +78,7 @@ struct DaemonFuzzAccess {
 namespace {
 
 using cdsm::cdsmd::ControlServer;
-using cdsm::cdsmd::DaemonFuzzAccess;
+using cdsm::cdsmd::ServiceFuzzAccess;
 namespace control = cdsm::control;
 
 // An unprivileged peer's "ok": never for a command that changes something, and only with its
@@ -92,7 +92,7 @@ void check_unprivileged(const std::string& line, const control::Json& reply, uid
         __builtin_trap();
     }
     if (reply.contains("uid") && reply["uid"] != uid) __builtin_trap();
-    if (reply.contains("app_id") && DaemonFuzzAccess::owner(reply["app_id"]) != uid)
+    if (reply.contains("app_id") && ServiceFuzzAccess::owner(reply["app_id"]) != uid)
         __builtin_trap();
     for (const auto& app : reply.value("apps", control::Json::array())) {
         if (app.at("uid") != uid) __builtin_trap();
@@ -104,8 +104,8 @@ void answer(const std::string& line) {
     const control::PeerCredentials root{pid, 0, 0, {}}, admin{pid, 2000, 2000, {100, 4242}},
         user{pid, 1000, 1000, {100}};
     for (const auto* peer : {&root, &admin, &user}) {
-        DaemonFuzzAccess::reset();
-        const control::Json reply = ControlServer::answer(DaemonFuzzAccess::handle, line, *peer);
+        ServiceFuzzAccess::reset();
+        const control::Json reply = ControlServer::answer(ServiceFuzzAccess::handle, line, *peer);
         if (!reply.is_object() || !reply.contains("ok") || !reply["ok"].is_boolean())
             __builtin_trap();
         if (peer == &user) check_unprivileged(line, reply, user.uid);

@@ -42,7 +42,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (t.pu_count() == 0 || t.pu_count() > kMaxPus) return 0;
         const cdsm::Distances d(t);
         std::ostringstream out;
-        cdsmctl::print_json(out, cdsm::topology_json(t, d));  // as `topology --json` prints
+        cdsm::cdsmctl::print_json(out, cdsm::topology_json(t, d));  // as `topology --json` prints
         const std::size_t n = std::min<std::size_t>(t.pu_count(), 8);
         cdsm::CommMatrix m(n);
         for (std::size_t i = 0; i + 1 < n; ++i) m.set(i, i + 1, 100 + i);

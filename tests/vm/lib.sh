@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0
 # What every VM-lab test script shares (sourced, through tests/kmod/lib.sh or
-# tests/daemon/vm-lib.sh; runs inside tests/vm/run): strict mode, the build's programs, and how a
+# tests/cdsmd/vm-lib.sh; runs inside tests/vm/run): strict mode, the build's programs, and how a
 # test speaks, fails and waits. A script may define fail_details, which fail runs (stderr) to
 # say more, e.g. the module's counters or cdsmd's log.
 set -euo pipefail

@@ -1,0 +1,394 @@
+// SPDX-License-Identifier: GPL-2.0
+// cdsmd's mapping pass (pass.hpp) end to end on the host, from inputs recorded in the VM lab
+// (tests/cdsmd/data/*.json, written by tests/cdsmd/record-pass): the module's matrix and, per
+// task, its CPU, mask, process and MPI rank. RecordedSystem answers as the module, /proc and
+// sched_setaffinity would, and applies migrations to its own masks, so that successive passes
+// see what the previous ones did; a test moves its clock and changes masks as another program
+// would.
+#include "pass.hpp"
+
+#include <gtest/gtest.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <set>
+
+namespace cdsm::cdsmd {
+namespace {
+
+using control::Json;
+
+Json load(const std::string& name) {
+    std::ifstream in(std::string(CDSMD_TEST_DATA) + "/" + name + ".json");
+    if (!in) throw std::runtime_error("cannot read recording " + name);
+    return Json::parse(in);
+}
+
+constexpr std::uint64_t kSecond = 1'000'000'000;
+
+class RecordedSystem final : public KernelSource, public ProcSource, public Applier {
+  public:
+    explicit RecordedSystem(const Json& recording) {
+        const Json& cells = recording.at("cells");
+        matrix_.matrix = CommMatrix(recording.at("dim").get<std::size_t>());
+        for (std::size_t i = 0; i < cells.size(); ++i)
+            for (std::size_t j = i + 1; j < cells.size(); ++j)
+                matrix_.matrix.set(i, j, cells[i][j].get<std::uint32_t>());
+        matrix_.events = recording.at("events").get<std::uint64_t>();
+        for (const Json& t : recording.at("tasks")) {
+            cdsm_task_info info{};
+            info.index = t.at("index").get<std::uint32_t>();
+            info.tid = t.at("tid").get<pid_t>();
+            info.tgid = t.at("pid").get<pid_t>();
+            const std::string comm = t.at("comm").get<std::string>();
+            comm.copy(info.comm, sizeof(info.comm) - 1);
+            if (t.at("exited").get<bool>()) info.flags |= CDSM_TASK_EXITED;
+            tasks_.push_back(info);
+            if (info.flags & CDSM_TASK_EXITED) continue;
+            cpu_[info.tid] = t.at("cpu").get<std::uint32_t>();
+            mask_[info.tid] = t.at("affinity").get<std::vector<std::uint32_t>>();
+            // cdsmd (in a dry run) found these tasks idle; the others are busy.
+            busy_[info.tid] = t.at("reason") != "idle";
+            if (info.tid == info.tgid) comm_[info.tgid] = comm;
+            if (!t.at("rank").is_null())
+                env_[info.tgid]["OMPI_COMM_WORLD_RANK"] = std::to_string(t.at("rank").get<int>());
+        }
+    }
+
+    // KernelSource
+    std::vector<cdsm_task_info> tasks(std::uint32_t) override { return tasks_; }
+    kernel::MatrixSnapshot matrix(std::uint32_t) override { return matrix_; }
+    void age(std::uint32_t) override { ++aged; }
+
+    // ProcSource
+    std::optional<std::string> comm(pid_t pid) override {
+        const auto it = comm_.find(pid);
+        return it == comm_.end() ? std::nullopt : std::optional(it->second);
+    }
+    std::optional<std::map<std::string, std::string>> environ(pid_t pid) override {
+        return env_[pid];
+    }
+    std::optional<procfs::TaskStat> task_stat(pid_t, pid_t tid) override {
+        if (!cpu_.count(tid)) return std::nullopt;
+        procfs::TaskStat s;
+        s.state = 'R';
+        s.processor = int(cpu_[tid]);
+        s.start_ticks = 0;
+        s.runnable_ns = busy_[tid] ? now_ : now_ / 1000;
+        return s;
+    }
+    std::optional<std::vector<std::uint32_t>> affinity(pid_t tid) override {
+        const auto it = mask_.find(tid);
+        return it == mask_.end() ? std::nullopt : std::optional(it->second);
+    }
+    std::optional<std::vector<std::uint32_t>> cpuset(pid_t) override { return cpuset_; }
+    std::uint64_t now_ns() override { return now_; }
+    std::uint64_t ticks_per_second() override { return 100; }
+
+    // Applier: binds as sched_setaffinity would; the task runs there from now on.
+    MigrationReport apply(std::span<const pid_t> tids, const Placement& placement,
+                          const Topology& topology) override {
+        ++applied;
+        MigrationReport r;
+        for (std::size_t k = 0; k < tids.size(); ++k) {
+            const std::uint32_t cpu = topology.pu(placement[k]).os_index;
+            const std::vector<std::uint32_t> one{cpu};
+            (mask_[tids[k]] == one ? r.unchanged : r.moved).push_back(tids[k]);
+            mask_[tids[k]] = one;
+            cpu_[tids[k]] = cpu;
+        }
+        return r;
+    }
+
+    // What a test changes.
+    void advance(double seconds) { now_ += std::uint64_t(seconds * double(kSecond)); }
+    void bind(pid_t tid, std::vector<std::uint32_t> mask) {
+        cpu_[tid] = mask.front();
+        mask_[tid] = std::move(mask);
+    }
+    void set_env(pid_t tgid, const std::string& name, const std::string& value) {
+        env_[tgid][name] = value;
+    }
+    std::vector<pid_t> busy_tids() const {
+        std::vector<pid_t> out;
+        for (const auto& [tid, busy] : busy_)
+            if (busy) out.push_back(tid);
+        return out;
+    }
+    std::uint32_t cpu(pid_t tid) { return cpu_.at(tid); }
+    const kernel::MatrixSnapshot& kernel_matrix() const { return matrix_; }
+    std::optional<std::vector<std::uint32_t>> cpuset_;
+    int aged = 0;
+    int applied = 0;
+
+  private:
+    kernel::MatrixSnapshot matrix_;
+    std::vector<cdsm_task_info> tasks_;
+    std::map<pid_t, std::uint32_t> cpu_;
+    std::map<pid_t, std::vector<std::uint32_t>> mask_;
+    std::map<pid_t, bool> busy_;
+    std::map<pid_t, std::string> comm_;
+    std::map<pid_t, std::map<std::string, std::string>> env_;
+    std::uint64_t now_ = 60 * kSecond;
+};
+
+// The VM lab's machine: 2 packages x 2 cores x 2 PUs, OS CPUs in logical order (the recordings'
+// "topology" lists them so).
+Planner lab_planner() {
+    return Planner(Topology::from_synthetic("pack:2 core:2 pu:2"), LevelCosts{});
+}
+
+class Pass : public ::testing::Test {
+  protected:
+    void SetUp() override { spdlog::set_level(spdlog::level::off); }
+
+    void start(const std::string& recording) {
+        const Json r = load(recording);
+        ASSERT_EQ(r.at("topology"), Json(std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
+        system = std::make_unique<RecordedSystem>(r);
+        app.info.app_id = 1;
+        app.info.root_pid = r.at("tasks").at(0).at("pid").get<pid_t>();
+        app.info.uid = 0;
+        app.named = true;
+        app.name = recording;
+        app.interval = AdaptiveInterval(config.interval);
+    }
+
+    Json run(const MapRequest& request = {}) {
+        PassContext context{.config = config,
+                            .planner = planner,
+                            .kernel = *system,
+                            .proc = *system,
+                            .applier = *system,
+                            .dry_run = dry_run,
+                            .claimed_by_others = others,
+                            .save_state = [this] { ++saved; }};
+        const PassResult r = map_pass(app, request, context);
+        EXPECT_EQ(r.moved, r.decision.value("moved", Json::array()).size());
+        return r.decision;
+    }
+
+    // The strongest partner of each task in the recorded matrix (by tid).
+    std::map<pid_t, pid_t> partners() const {
+        const auto& m = system->kernel_matrix();
+        std::map<pid_t, pid_t> out;
+        for (const auto& [tid, ts] : app.tasks) {
+            if (ts.role != TaskRole::kPlace) continue;
+            CommMatrix::Value best = 0;
+            pid_t partner = 0;
+            for (const auto& [other, os] : app.tasks) {
+                if (other == tid || os.role != TaskRole::kPlace) continue;
+                const CommMatrix::Value v = m.matrix.at(index_of(tid), index_of(other));
+                if (v > best) best = v, partner = other;
+            }
+            out[tid] = partner;
+        }
+        return out;
+    }
+    std::uint32_t index_of(pid_t tid) const {
+        for (const cdsm_task_info& t : system->tasks(1))
+            if (t.tid == tid) return t.index;
+        throw std::runtime_error("no task " + std::to_string(tid));
+    }
+    std::vector<pid_t> placed() const {
+        std::vector<pid_t> out;
+        for (const auto& [tid, ts] : app.tasks)
+            if (ts.role == TaskRole::kPlace) out.push_back(tid);
+        return out;
+    }
+
+    Config config;
+    Planner planner = lab_planner();
+    std::unique_ptr<RecordedSystem> system;
+    AppState app;
+    bool dry_run = false;
+    std::set<std::uint32_t> others;
+    int saved = 0;
+};
+
+TEST_F(Pass, PlacesPairsStartedOnDifferentPackagesTogetherAndThenKeepsThem) {
+    start("pairs-pin-bad");
+    const Json first = run();
+    EXPECT_FALSE(first.contains("skipped")) << first.dump();
+    EXPECT_TRUE(first["changed"].get<bool>());
+    EXPECT_TRUE(first["applied"].get<bool>());
+    EXPECT_LT(first["cost_after"].get<double>(), first["cost_before"].get<double>());
+    EXPECT_FALSE(first["moved"].empty());
+    EXPECT_TRUE(first["failed"].empty());
+    EXPECT_EQ(system->applied, 1);
+    EXPECT_EQ(system->aged, 1);  // mapping.age_after_migration
+    EXPECT_EQ(saved, 1);
+    EXPECT_EQ(app.migrations, 1u);
+    ASSERT_EQ(app.history.size(), 1u);
+    EXPECT_EQ(app.history.back()["why"], "cheaper");
+    EXPECT_EQ(app.history.back()["moved"], first["moved"]);
+    // Each busy thread with its partner on one package, each on a PU of its own.
+    const std::vector<pid_t> tids = placed();
+    ASSERT_GE(tids.size(), 8u);
+    std::set<std::uint32_t> cpus;
+    for (const auto& [tid, partner] : partners()) {
+        ASSERT_NE(partner, 0) << tid;
+        EXPECT_EQ(system->cpu(tid) / 4, system->cpu(partner) / 4) << tid << " and " << partner;
+        cpus.insert(system->cpu(tid));
+        EXPECT_EQ(app.tasks.at(tid).bound_cpu, system->cpu(tid));
+    }
+    EXPECT_EQ(cpus.size(), tids.size());
+    EXPECT_EQ(std::set<std::uint32_t>(app.claimed.begin(), app.claimed.end()), cpus);
+
+    // The next pass finds them where it put them: nothing to do, the interval grows.
+    system->advance(1);
+    const auto interval = app.interval.current();
+    const Json second = run();
+    EXPECT_FALSE(second["changed"].get<bool>());
+    EXPECT_FALSE(second["applied"].get<bool>());
+    EXPECT_TRUE(second["moved"].empty());
+    EXPECT_EQ(system->applied, 1);
+    EXPECT_GT(app.interval.current(), interval);
+    EXPECT_EQ(app.last, second);
+    EXPECT_EQ(app.passes, 2u);
+}
+
+TEST_F(Pass, ADryRunMovesNothingButClaimsWhereItWouldPlace) {
+    start("pairs-pin-bad");
+    dry_run = true;
+    const Json d = run();
+    EXPECT_TRUE(d["changed"].get<bool>());
+    EXPECT_FALSE(d["applied"].get<bool>());
+    EXPECT_EQ(system->applied, 0);
+    EXPECT_EQ(saved, 0);
+    std::vector<std::uint32_t> placement;
+    for (const Json& c : d["placement"])
+        if (!c.is_null()) placement.push_back(c.get<std::uint32_t>());
+    std::sort(placement.begin(), placement.end());
+    std::vector<std::uint32_t> claimed = app.claimed;
+    std::sort(claimed.begin(), claimed.end());
+    EXPECT_EQ(claimed, placement);
+}
+
+TEST_F(Pass, ABindingByAnotherProgramIsConfirmedThenLeftAlone) {
+    start("pairs-pin-bad");
+    run();
+    const pid_t tid = placed().front();
+    const std::uint32_t mine = system->cpu(tid);
+    const std::vector<std::uint32_t> claimed = app.claimed;
+    system->advance(1);
+    system->bind(tid, {(mine + 1) % 8});
+    const Json confirming = run();
+    EXPECT_NE(confirming.value("skipped", "").find("affinity changed, confirming"),
+              std::string::npos)
+        << confirming.dump();
+    EXPECT_EQ(app.claimed, claimed);  // its tasks are expected back
+    EXPECT_EQ(saved, 1);
+
+    system->advance(kConfirmSeconds + 1);
+    const Json d = run();
+    EXPECT_FALSE(d.contains("skipped")) << d.dump();
+    EXPECT_EQ(app.tasks.at(tid).role, TaskRole::kForeign);
+    EXPECT_TRUE(app.tasks.at(tid).foreign);
+    EXPECT_EQ(saved, 2 + int(d["moved"].size() > 0));  // the binding left alone is saved
+    // Nobody else is placed on the CPU it was bound to.
+    for (const Json& c : d["placement"])
+        if (!c.is_null()) {
+            EXPECT_NE(c.get<std::uint32_t>(), (mine + 1) % 8);
+        }
+    EXPECT_EQ(system->cpu(tid), (mine + 1) % 8);
+}
+
+TEST_F(Pass, ATransientChangeOfMaskIsNotAnotherProgramsBinding) {
+    start("pairs-pin-bad");
+    run();
+    const pid_t tid = placed().front();
+    const std::uint32_t mine = system->cpu(tid);
+    system->advance(0.5);
+    system->bind(tid, {0});
+    run();
+    system->advance(0.5);
+    system->bind(tid, {mine});
+    const Json d = run();
+    EXPECT_FALSE(d.contains("skipped")) << d.dump();
+    EXPECT_EQ(app.tasks.at(tid).role, TaskRole::kPlace);
+    EXPECT_FALSE(app.tasks.at(tid).foreign);
+    EXPECT_EQ(app.tasks.at(tid).bound_cpu, mine);
+}
+
+TEST_F(Pass, AnApplicationThatOptsOutIsNotPlaced) {
+    start("pairs-pin-bad");
+    system->set_env(app.info.root_pid, "CDSM_DISABLE", "1");
+    const Json d = run();
+    EXPECT_EQ(d["skipped"], "opted out (CDSM_DISABLE=1)");
+    EXPECT_TRUE(app.opted_out);
+    EXPECT_EQ(system->applied, 0);
+    EXPECT_TRUE(app.claimed.empty());
+}
+
+TEST_F(Pass, TooFewEventsWaitAndReadNoTaskFiles) {
+    start("pairs-pin-bad");
+    config.min_events = std::numeric_limits<std::uint32_t>::max();
+    const Json d = run();
+    EXPECT_NE(d["skipped"].get<std::string>().find("mapping.min_events is"), std::string::npos);
+    EXPECT_TRUE(app.tasks.empty());  // /proc not read
+    EXPECT_FALSE(app.planned);
+    EXPECT_EQ(d["interval_ms"], config.interval.min_ms);
+}
+
+TEST_F(Pass, CpusOtherApplicationsHoldAreNotUsed) {
+    start("pairs-pin-bad");
+    others = {0, 1, 2, 3};
+    const Json d = run();
+    EXPECT_NE(d.value("skipped", "").find("free CPUs (other applications hold 4)"),
+              std::string::npos)
+        << d.dump();
+    EXPECT_EQ(system->applied, 0);
+    EXPECT_TRUE(app.claimed.empty());
+}
+
+TEST_F(Pass, AnApplicationInACpusetStaysInIt) {
+    start("pairs-pin-bad");
+    system->cpuset_ = std::vector<std::uint32_t>{4, 5, 6, 7};
+    const Json d = run();
+    EXPECT_TRUE(d["applied"].get<bool>()) << d.dump();
+    for (pid_t tid : placed()) EXPECT_GE(system->cpu(tid), 4u) << tid;
+    EXPECT_EQ(app.history.back()["why"], "outside");
+}
+
+TEST_F(Pass, MpiRanksArePlacedButNotTheLauncherNorIdleHelpers) {
+    start("mpi-ring-bound");
+    const Json d = run();
+    EXPECT_FALSE(d.contains("skipped")) << d.dump();
+    std::size_t ranks = 0, launchers = 0;
+    for (const auto& [tid, ts] : app.tasks) {
+        const auto env = app.env_by_tgid.find(tid);
+        if (env != app.env_by_tgid.end() && mpi_rank(env->second.vars)) {
+            ++ranks;
+            EXPECT_EQ(ts.role, TaskRole::kPlace) << tid;
+        } else {
+            EXPECT_NE(ts.role, TaskRole::kPlace) << tid;
+        }
+        launchers += ts.role == TaskRole::kLauncher;
+    }
+    EXPECT_EQ(ranks, 4u);
+    EXPECT_GE(launchers, 1u);
+    EXPECT_EQ(placed().size(), 4u);
+}
+
+TEST(Arbitrate, LeavesOutOtherApplicationsAndForeignCpus) {
+    const Arbitration a = arbitrate({0, 1, 2, 3, 4, 5}, {0, 1}, {5}, 3);
+    EXPECT_EQ(a.available, (std::vector<std::uint32_t>{2, 3, 4}));
+    EXPECT_TRUE(a.refused.empty());
+}
+
+TEST(Arbitrate, OverSubscribesOnlyItsOwnCpus) {
+    // Alone: more tasks than CPUs share its allowed set.
+    Arbitration a = arbitrate({0, 1}, {}, {}, 4);
+    EXPECT_EQ(a.available, (std::vector<std::uint32_t>{0, 1}));
+    a = arbitrate({0, 1}, {}, {0, 1}, 4);  // every CPU bound by other programs
+    EXPECT_EQ(a.available, (std::vector<std::uint32_t>{0, 1}));
+    // Beside other applications' placed tasks: not mapped.
+    a = arbitrate({0, 1, 2, 3}, {2, 3}, {}, 4);
+    EXPECT_EQ(a.refused, "4 runnable tasks but only 2 free CPUs (other applications hold 2)");
+}
+
+}  // namespace
+}  // namespace cdsm::cdsmd

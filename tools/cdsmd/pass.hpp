@@ -1,0 +1,134 @@
+// SPDX-License-Identifier: GPL-2.0
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "app_state.hpp"
+#include "config.hpp"
+#include "planner.hpp"
+#include "sources.hpp"
+
+/// One mapping pass over one application, as a pipeline of steps with plain data between them:
+///
+///   observe        the module's tasks and matrix, each process's command and environment
+///   read_tasks     each live task's /proc facts (CPU, mask, run time)
+///   classify_tasks the affinity rules (policy.hpp, classify) over the tasks' remembered state
+///   arbitrate      the CPUs this application may use beside the others' placed tasks
+///   plan           libcdsm through Planner
+///   apply          the Applier; the tasks' bindings
+///   record         migrations, history, the state file, the log; the CPUs the application holds
+///
+/// The system is reached only through PassContext's interfaces (sources.hpp), so that a whole pass
+/// runs in host tests from recorded inputs (tests/cdsmd/pass_test.cpp).
+namespace cdsm::cdsmd {
+
+/// Why and how a pass runs.
+struct MapRequest {
+    bool apply = true;
+    std::string algorithm;  ///< "" for the configuration's
+    bool baselines = false;
+    bool from_timer = true;  ///< a timer's pass adapts the interval; a request's does not
+};
+
+/// What a pass uses besides the application.
+struct PassContext {
+    const Config& config;
+    const Planner& planner;
+    KernelSource& kernel;
+    ProcSource& proc;
+    Applier& applier;
+    bool dry_run = false;
+    /// The CPUs other applications' placed tasks hold.
+    std::set<std::uint32_t> claimed_by_others;
+    /// Saves what must survive a restart (a binding left alone, a migration).
+    std::function<void()> save_state = [] {};
+};
+
+/// The decision (the JSON of cdsmd --once, "map" and "show"'s "last") and the tasks it moved.
+struct PassResult {
+    control::Json decision;
+    std::size_t moved = 0;
+};
+
+/// Runs one pass; the decision is also app.last. Throws what the sources throw (SystemError
+/// ENOENT when the module dropped the application).
+PassResult map_pass(AppState& app, const MapRequest& request, PassContext& context);
+
+// ---- the steps --------------------------------------------------------------------------------
+
+/// observe: what the module and each live process say.
+struct Observation {
+    std::vector<cdsm_task_info> tasks;
+    CommMatrix matrix;                          ///< the module's snapshot
+    std::map<pid_t, std::string> process_comm;  ///< command of each live task's process
+};
+Observation observe(AppState& app, KernelSource& kernel, ProcSource& proc);
+
+/// Reads process tgid's environment when its command changed (an exec: a launcher's child
+/// became an MPI rank), notes an opt-out; returns its command.
+const std::string& check_environment(AppState& app, pid_t tgid, ProcSource& proc);
+
+/// read_tasks: one live task as /proc shows it.
+struct TaskReading {
+    cdsm_task_info task{};
+    procfs::TaskStat stat;
+    std::vector<std::uint32_t> affinity;
+};
+/// The live tasks (those exited, or whose files are gone, left out).
+std::vector<TaskReading> read_tasks(const Observation& observation, ProcSource& proc);
+
+/// classify_tasks: the tasks to place, and why others are not.
+struct Classified {
+    std::vector<std::uint32_t> indices;  ///< matrix index of each task to place
+    std::vector<pid_t> tids;
+    std::vector<std::uint32_t> current;             ///< the CPU each runs on now
+    std::vector<std::vector<std::uint32_t>> masks;  ///< each one's affinity now
+    std::vector<std::uint32_t> foreign_cpus;        ///< single CPUs other programs bound to
+    std::vector<std::string> changing;              ///< "tid (cpus)" of tasks off their CPU
+};
+/// Updates app.tasks (roles, bindings seen changing or back, tasks gone) at time now_ns.
+Classified classify_tasks(AppState& app, const std::vector<TaskReading>& tasks,
+                          const std::map<pid_t, std::string>& process_comm, PassContext& context,
+                          std::uint64_t now_ns);
+
+/// arbitrate: the CPUs an application may be placed on. `allowed`: its cpuset within the
+/// machine; `others`: held by other applications' placed tasks; `foreign`: bound by other
+/// programs. With fewer free CPUs than tasks it over-subscribes its own allowed set, unless
+/// other applications hold CPUs: then `refused` says why it is not mapped.
+struct Arbitration {
+    std::vector<std::uint32_t> available;
+    std::string refused;
+};
+Arbitration arbitrate(const std::vector<std::uint32_t>& allowed,
+                      const std::set<std::uint32_t>& others,
+                      const std::vector<std::uint32_t>& foreign, std::size_t tasks);
+
+/// The machine's CPUs within task tid's cgroup cpuset (all of them when it has none, or none of
+/// them is in the machine).
+std::vector<std::uint32_t> allowed_cpus(const Planner& planner, ProcSource& proc, pid_t tid);
+
+/// apply: what the Applier did to each task to place.
+struct Applied {
+    bool applied = false;
+    control::Json moved = control::Json::array();   ///< {tid, from, to}
+    control::Json failed = control::Json::array();  ///< {tid, error}
+};
+Applied apply_plan(AppState& app, const Classified& tasks, const Plan& plan, bool apply,
+                   PassContext& context);
+
+/// record: a migration in the application's counters, history, log and the state file (and
+/// ages its matrix when mapping.age_after_migration).
+void record_migration(AppState& app, const Classified& tasks, const Plan& plan,
+                      const control::Json& moved, PassContext& context);
+/// record: the bindings cdsmd manages from now on and the CPUs the application holds.
+void record_claims(AppState& app, const Classified& tasks, const Plan& plan, bool adopt_bindings,
+                   bool dry_run);
+
+}  // namespace cdsm::cdsmd
