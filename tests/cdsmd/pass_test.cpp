@@ -118,6 +118,11 @@ class RecordedSystem final : public KernelSource, public ProcSource, public Appl
         return out;
     }
     std::uint32_t cpu(pid_t tid) { return cpu_.at(tid); }
+    /// Live tasks that cdsmd found busy when the recording was made.
+    std::size_t busy() const {
+        return static_cast<std::size_t>(
+            std::ranges::count(busy_, true, &decltype(busy_)::value_type::second));
+    }
     const kernel::MatrixSnapshot& kernel_matrix() const { return matrix_; }
     std::optional<std::vector<std::uint32_t>> cpuset_;
     int aged = 0;
@@ -140,12 +145,15 @@ Planner lab_planner() {
     return Planner(Topology::from_synthetic("pack:2 core:2 pu:2"), LevelCosts{});
 }
 
-class Pass : public ::testing::Test {
+// Each test runs on the recordings of both kernels (data/6.1, data/6.12).
+class Pass : public ::testing::TestWithParam<std::string> {
   protected:
     void SetUp() override { spdlog::set_level(spdlog::level::off); }
 
     void start(const std::string& recording) {
-        const Json r = load(recording);
+        const Json r = load(GetParam() + "/" + recording);
+        ASSERT_EQ(r.at("kernel").get<std::string>().rfind(GetParam() + ".", 0), 0u)
+            << r.at("kernel");
         ASSERT_EQ(r.at("topology"), Json(std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7}));
         system = std::make_unique<RecordedSystem>(r);
         app.info.app_id = 1;
@@ -208,7 +216,7 @@ class Pass : public ::testing::Test {
     int saved = 0;
 };
 
-TEST_F(Pass, PlacesPairsStartedOnDifferentPackagesTogetherAndThenKeepsThem) {
+TEST_P(Pass, PlacesPairsStartedOnDifferentPackagesTogetherAndThenKeepsThem) {
     start("pairs-pin-bad");
     const Json first = run();
     EXPECT_FALSE(first.contains("skipped")) << first.dump();
@@ -224,9 +232,12 @@ TEST_F(Pass, PlacesPairsStartedOnDifferentPackagesTogetherAndThenKeepsThem) {
     ASSERT_EQ(app.history.size(), 1u);
     EXPECT_EQ(app.history.back()["why"], "cheaper");
     EXPECT_EQ(app.history.back()["moved"], first["moved"]);
-    // Each busy thread with its partner on one package, each on a PU of its own.
+    // Each busy thread with its partner on one package, each on a PU of its own. (Every thread
+    // of the 6.12 recording was busy; in the 6.1 one, one pair had not run in cdsmd's last
+    // sample: idle tasks are not placed.)
     const std::vector<pid_t> tids = placed();
-    ASSERT_GE(tids.size(), 8u);
+    ASSERT_EQ(tids.size(), system->busy());
+    ASSERT_GE(tids.size(), 6u);
     std::set<std::uint32_t> cpus;
     for (const auto& [tid, partner] : partners()) {
         ASSERT_NE(partner, 0) << tid;
@@ -250,7 +261,7 @@ TEST_F(Pass, PlacesPairsStartedOnDifferentPackagesTogetherAndThenKeepsThem) {
     EXPECT_EQ(app.passes, 2u);
 }
 
-TEST_F(Pass, ADryRunMovesNothingButClaimsWhereItWouldPlace) {
+TEST_P(Pass, ADryRunMovesNothingButClaimsWhereItWouldPlace) {
     start("pairs-pin-bad");
     dry_run = true;
     const Json d = run();
@@ -267,7 +278,7 @@ TEST_F(Pass, ADryRunMovesNothingButClaimsWhereItWouldPlace) {
     EXPECT_EQ(claimed, placement);
 }
 
-TEST_F(Pass, ABindingByAnotherProgramIsConfirmedThenLeftAlone) {
+TEST_P(Pass, ABindingByAnotherProgramIsConfirmedThenLeftAlone) {
     start("pairs-pin-bad");
     run();
     const pid_t tid = placed().front();
@@ -296,7 +307,7 @@ TEST_F(Pass, ABindingByAnotherProgramIsConfirmedThenLeftAlone) {
     EXPECT_EQ(system->cpu(tid), (mine + 1) % 8);
 }
 
-TEST_F(Pass, ATransientChangeOfMaskIsNotAnotherProgramsBinding) {
+TEST_P(Pass, ATransientChangeOfMaskIsNotAnotherProgramsBinding) {
     start("pairs-pin-bad");
     run();
     const pid_t tid = placed().front();
@@ -313,7 +324,7 @@ TEST_F(Pass, ATransientChangeOfMaskIsNotAnotherProgramsBinding) {
     EXPECT_EQ(app.tasks.at(tid).bound_cpu, mine);
 }
 
-TEST_F(Pass, AnApplicationThatOptsOutIsNotPlaced) {
+TEST_P(Pass, AnApplicationThatOptsOutIsNotPlaced) {
     start("pairs-pin-bad");
     system->set_env(app.info.root_pid, "CDSM_DISABLE", "1");
     const Json d = run();
@@ -323,7 +334,7 @@ TEST_F(Pass, AnApplicationThatOptsOutIsNotPlaced) {
     EXPECT_TRUE(app.claimed.empty());
 }
 
-TEST_F(Pass, TooFewEventsWaitAndReadNoTaskFiles) {
+TEST_P(Pass, TooFewEventsWaitAndReadNoTaskFiles) {
     start("pairs-pin-bad");
     config.min_events = std::numeric_limits<std::uint32_t>::max();
     const Json d = run();
@@ -333,7 +344,7 @@ TEST_F(Pass, TooFewEventsWaitAndReadNoTaskFiles) {
     EXPECT_EQ(d["interval_ms"], config.interval.min_ms);
 }
 
-TEST_F(Pass, CpusOtherApplicationsHoldAreNotUsed) {
+TEST_P(Pass, CpusOtherApplicationsHoldAreNotUsed) {
     start("pairs-pin-bad");
     others = {0, 1, 2, 3};
     const Json d = run();
@@ -344,7 +355,7 @@ TEST_F(Pass, CpusOtherApplicationsHoldAreNotUsed) {
     EXPECT_TRUE(app.claimed.empty());
 }
 
-TEST_F(Pass, AnApplicationInACpusetStaysInIt) {
+TEST_P(Pass, AnApplicationInACpusetStaysInIt) {
     start("pairs-pin-bad");
     system->cpuset_ = std::vector<std::uint32_t>{4, 5, 6, 7};
     const Json d = run();
@@ -353,7 +364,7 @@ TEST_F(Pass, AnApplicationInACpusetStaysInIt) {
     EXPECT_EQ(app.history.back()["why"], "outside");
 }
 
-TEST_F(Pass, MpiRanksArePlacedButNotTheLauncherNorIdleHelpers) {
+TEST_P(Pass, MpiRanksArePlacedButNotTheLauncherNorIdleHelpers) {
     start("mpi-ring-bound");
     const Json d = run();
     EXPECT_FALSE(d.contains("skipped")) << d.dump();
@@ -372,6 +383,12 @@ TEST_F(Pass, MpiRanksArePlacedButNotTheLauncherNorIdleHelpers) {
     EXPECT_GE(launchers, 1u);
     EXPECT_EQ(placed().size(), 4u);
 }
+
+INSTANTIATE_TEST_SUITE_P(Kernels, Pass, ::testing::Values("6.1", "6.12"), [](const auto& p) {
+    std::string name = "linux_" + p.param;
+    std::ranges::replace(name, '.', '_');
+    return name;
+});
 
 TEST(Arbitrate, LeavesOutOtherApplicationsAndForeignCpus) {
     const Arbitration a = arbitrate({0, 1, 2, 3, 4, 5}, {0, 1}, {5}, 3);
