@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
+// cdsmd's service: the loop around one mapping pass per application (pass.hpp), the module's
+// events, the tracking rules and the control socket (commands.hpp).
 #pragma once
 
 #include <chrono>
