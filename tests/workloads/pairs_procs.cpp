@@ -3,12 +3,9 @@
 // non-neighbour pairing, through one POSIX shared-memory segment per pair. See README.md.
 #include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <csignal>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -17,6 +14,7 @@
 #include "common/memory.hpp"
 #include "common/pair_region.hpp"
 #include "common/placement.hpp"
+#include "common/processes.hpp"
 #include "common/truth.hpp"
 
 using namespace cdsm::workloads;
@@ -31,16 +29,6 @@ struct Options {
     std::string truth;
     StartPlacement start;
 };
-
-// The children, for the signal handler: on SIGINT/SIGTERM the first process stops them all.
-pid_t g_children[4096];
-volatile sig_atomic_t g_child_count = 0;
-
-void stop_children(int sig) {
-    for (sig_atomic_t i = 0; i < g_child_count; ++i) kill(g_children[i], SIGTERM);
-    signal(sig, SIG_DFL);
-    raise(sig);
-}
 
 /// A segment per pair, unlinked as soon as it exists: the processes reach it through the
 /// inherited descriptor, and no name is left in /dev/shm whatever way the program ends.
@@ -91,32 +79,9 @@ int run(const Options& options, const std::string& program) {
     const StopRule stop = options.run.by_time()
                               ? StopRule::at(after_seconds(start, options.run.seconds))
                               : StopRule::after(options.run.iterations);
-    std::vector<pid_t> tids{getpid()};
-    const pid_t parent = getpid();
-    for (int i = 1; i < options.tasks; ++i) {
-        const pid_t pid = fork();
-        if (pid < 0) throw_errno("fork");
-        if (pid == 0) {
-            int code = kExitFailed;
-            try {
-                if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0) throw_errno("prctl(PR_SET_PDEATHSIG)");
-                if (getppid() == parent) {
-                    run_task(i, partner, segments, options, stop, slots[i]);
-                    code = kExitOk;
-                }
-            } catch (const std::exception& e) {
-                std::fprintf(stderr, "%s: error: process %d: %s\n", program.c_str(), i, e.what());
-            }
-            std::fflush(nullptr);
-            _exit(code);
-        }
-        tids.push_back(pid);
-        g_children[g_child_count] = pid;
-        g_child_count = g_child_count + 1;
-    }
-    signal(SIGINT, stop_children);
-    signal(SIGTERM, stop_children);
-
+    const ProcessTeam team(options.tasks, program,
+                           [&](int i) { run_task(i, partner, segments, options, stop, slots[i]); });
+    const std::span<const pid_t> tids = team.pids();
     int failures = 0;
     try {
         for (std::size_t i = 0; i < cpus.size(); ++i) pin_task(tids[i], cpus[i]);
@@ -125,21 +90,10 @@ int run(const Options& options, const std::string& program) {
     } catch (const std::exception& e) {
         std::fprintf(stderr, "%s: error: %s\n", program.c_str(), e.what());
         ++failures;
-        for (std::size_t i = 1; i < tids.size(); ++i) kill(tids[i], SIGTERM);
+        team.stop();
     }
-    // A process that died leaves its partner waiting in verify(): stop everybody then.
-    for (int left = options.tasks - 1; left > 0; --left) {
-        int status = 0;
-        const pid_t pid = waitpid(-1, &status, 0);
-        if (pid < 0) throw_errno("waitpid");
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-            if (failures++ == 0) {
-                std::fprintf(stderr, "%s: error: process %d failed (status 0x%x)\n",
-                             program.c_str(), pid, status);
-                for (std::size_t i = 1; i < tids.size(); ++i) kill(tids[i], SIGKILL);
-            }
-        }
-    }
+    // A process that died leaves its partner waiting in verify(): the team stops everybody then.
+    failures += team.wait();
     const PairTotals totals(slots, options.tasks);
     const bool ok = failures == 0 && totals.wrong_words == 0;
     std::printf("%s: %s: %d processes, %s\n", program.c_str(), ok ? "OK" : "FAILED", options.tasks,

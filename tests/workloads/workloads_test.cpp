@@ -329,10 +329,10 @@ TEST_F(WorkloadTest, PairsOmpSwitchesAndListsEveryTask) {
 
 // --- cdsm-pairs-procs -------------------------------------------------------------------------
 
-std::set<std::string> shm_entries() {
+std::set<std::string> shm_entries(const std::string& prefix = "cdsm-pairs-") {
     std::set<std::string> names;
     for (const auto& e : fs::directory_iterator("/dev/shm")) {
-        if (e.path().filename().string().rfind("cdsm-pairs-", 0) == 0) names.insert(e.path());
+        if (e.path().filename().string().rfind(prefix, 0) == 0) names.insert(e.path());
     }
     return names;
 }
@@ -364,6 +364,27 @@ TEST_F(WorkloadTest, PairsProcsStopsAllProcessesOnSigterm) {
         }
         EXPECT_TRUE(gone) << "process " << line[0] << " still runs";
     }
+}
+
+// --- cdsm-shm-ring ----------------------------------------------------------------------------
+
+TEST_F(WorkloadTest, ShmRingWritesTheRingAndChecksEveryMessage) {
+    const auto before = shm_entries("cdsm-shm-ring-");
+    const pid_t pid =
+        spawn({CDSM_SHM_RING, "--procs", "5", "--iterations", "300", "--truth", file("truth")});
+    ASSERT_TRUE(wait_for(file("truth")));
+    const auto r = wait(pid);
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("3000 messages sent, 3000 received, 0 wrong words"), std::string::npos)
+        << r.out;
+    const Truth truth = read_truth(file("truth"));
+    ASSERT_EQ(truth.size(), 5u);
+    EXPECT_EQ(truth[0][0], pid) << "the first process is task 0";
+    for (std::size_t i = 0; i < 5; ++i) {
+        std::set<pid_t> partners(truth[i].begin() + 1, truth[i].end());
+        EXPECT_EQ(partners, (std::set<pid_t>{truth[(i + 4) % 5][0], truth[(i + 1) % 5][0]}));
+    }
+    EXPECT_EQ(shm_entries("cdsm-shm-ring-"), before) << "shared memory left behind";
 }
 
 // --- cdsm-mpi-ring ----------------------------------------------------------------------------
@@ -459,6 +480,8 @@ std::vector<BadArgs> bad_args() {
     cases.push_back(BadArgs{CDSM_PAIRS_THREADS, {"--no-such-option"}});
     cases.push_back(BadArgs{CDSM_PAIRS_PROCS, {"--procs", "7"}});
     cases.push_back(BadArgs{CDSM_PAIRS_PROCS, {"--pages", "0"}});
+    cases.push_back(BadArgs{CDSM_SHM_RING, {"--procs", "2"}});
+    cases.push_back(BadArgs{CDSM_SHM_RING, {"--bytes", "12"}});
     cases.push_back(BadArgs{CDSM_CHECKSUM, {"--kinds", "private,heap"}});
     cases.push_back(BadArgs{CDSM_CHECKSUM, {"--mib", "0"}});
     cases.push_back(BadArgs{CDSM_CHECKSUM, {"--dir", "/no/such/dir"}});
@@ -485,7 +508,7 @@ INSTANTIATE_TEST_SUITE_P(All, BadArgumentsTest, ::testing::ValuesIn(bad_args()),
 
 TEST_F(WorkloadTest, HelpExitsZero) {
     for (const char* program :
-         {CDSM_PAIRS_THREADS, CDSM_PAIRS_PROCS, CDSM_CHECKSUM, CDSM_FAULTBENCH}) {
+         {CDSM_PAIRS_THREADS, CDSM_PAIRS_PROCS, CDSM_SHM_RING, CDSM_CHECKSUM, CDSM_FAULTBENCH}) {
         const auto r = run({program, "--help"});
         EXPECT_EQ(r.status, 0) << program;
         EXPECT_NE(r.out.find("Usage:"), std::string::npos) << program;
