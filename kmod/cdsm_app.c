@@ -39,6 +39,9 @@
 /* Task records are allocated in chunks of this many. */
 #define CDSM_TASK_CHUNK 64
 
+/* log2 of the entries of an application's table of file homes (768 files, 20 KiB). */
+#define CDSM_HOMES_LOG2 10
+
 /* Bits of a slot's generation in the application key (see cdsm_core.h). */
 #define CDSM_GEN_BITS 10
 
@@ -68,7 +71,9 @@
  * @matrix:		communication events, @matrix.dim >= @nr_tasks after the worker grew it.
  * @events:		communication events counted.
  * @rearm_pages:	pages re-armed (re-arming, through cdsm_app_add_rearmed()).
- * @kmem_bytes:		memory of chunks and matrix.
+ * @homes:		the home of each shared file, used by the worker only;
+ *			@homes.files is NULL until the worker allocated it.
+ * @kmem_bytes:		memory of chunks, matrix and @homes.
  */
 struct cdsm_app {
 	struct kref ref;
@@ -93,6 +98,7 @@ struct cdsm_app {
 	struct cdsm_matrix matrix;
 	u64 events;
 	u64 rearm_pages;
+	struct cdsm_homes homes;
 	atomic64_t kmem_bytes;
 };
 
@@ -688,6 +694,7 @@ static void cdsm_app_free(struct kref *ref)
 	kfree(app->chunks);
 	kfree(app->spare_chunk);
 	kvfree(app->matrix.cells);
+	kvfree(app->homes.files);
 	if (app->cgrp)
 		cgroup_put(app->cgrp);
 	mem_cgroup_put(app->memcg);
@@ -935,32 +942,52 @@ bool cdsm_app_expired(const struct cdsm_app *app, u64 now_ns)
 	       now_ns - app->end_ns > (u64)retention_s * NSEC_PER_SEC;
 }
 
+/*
+ * Allocates @size bytes, zeroed, for @app, charged to the memory cgroup of its
+ * first task. Context: process context (the worker). A failure is counted.
+ */
+static void *cdsm_app_zalloc(struct cdsm_app *app, size_t size)
+{
+	struct mem_cgroup *old_memcg = set_active_memcg(READ_ONCE(app->memcg));
+	void *mem = kvzalloc(size, GFP_KERNEL | __GFP_NOWARN | __GFP_ACCOUNT);
+
+	set_active_memcg(old_memcg);
+	if (!mem)
+		cdsm_stat_add(CDSM_STAT_ALLOC_FAILURES, 1);
+	return mem;
+}
+
 /**
  * cdsm_app_grow() - grow an application's matrix for the tasks that joined
- * (up to max_tasks), before the records that need the new rows are applied.
+ * (up to max_tasks), before the records that need the new rows are applied;
+ * allocate its table of file homes the first time.
  * @app:	the application.
  *
  * Context: cdsm_apps_lock() held (the worker); allocates with GFP_KERNEL,
  * charged to the memory cgroup of the application's first task; takes the
- * matrix lock. A failure is counted and leaves the matrix as it was.
+ * matrix lock. A failure is counted and leaves the matrix as it was (or the
+ * application without homes: all pairs count in its shared files).
  */
 void cdsm_app_grow(struct cdsm_app *app)
 {
 	u32 nr_tasks = READ_ONCE(app->nr_tasks);
-	struct mem_cgroup *old_memcg;
 	struct cdsm_matrix m;
+	void *homes;
 	u32 *old;
 
+	if (!app->homes.files && nr_tasks) {
+		homes = cdsm_app_zalloc(app, cdsm_homes_mem_sz(CDSM_HOMES_LOG2));
+		if (homes) {
+			cdsm_homes_init(&app->homes, homes, CDSM_HOMES_LOG2);
+			atomic64_add(cdsm_homes_mem_sz(CDSM_HOMES_LOG2), &app->kmem_bytes);
+		}
+	}
 	if (nr_tasks <= app->matrix.dim || app->matrix.dim >= app->max_tasks)
 		return;
 	m.dim = cdsm_matrix_dim_for(nr_tasks, CDSM_MIN_MATRIX_DIM, app->max_tasks);
-	old_memcg = set_active_memcg(READ_ONCE(app->memcg));
-	m.cells = kvzalloc(cdsm_matrix_mem_sz(m.dim), GFP_KERNEL | __GFP_NOWARN | __GFP_ACCOUNT);
-	set_active_memcg(old_memcg);
-	if (!m.cells) {
-		cdsm_stat_add(CDSM_STAT_ALLOC_FAILURES, 1);
+	m.cells = cdsm_app_zalloc(app, cdsm_matrix_mem_sz(m.dim));
+	if (!m.cells)
 		return;
-	}
 	mutex_lock(&app->mutex);
 	old = app->matrix.cells;
 	if (old)
@@ -1014,6 +1041,23 @@ bool cdsm_app_count(struct cdsm_app *app, u32 a, u32 b)
 		return false;
 	app->events++;
 	return true;
+}
+
+/**
+ * cdsm_app_file_home() - the home of a shared file of an application: the
+ * task that faulted on it first (cdsm_homes_get()).
+ * @app:	the application.
+ * @file:	the file's id (cdsm_fault_rec.file), not 0.
+ * @sharer:	the faulting task, which becomes the home of a new file.
+ * @time_ns:	when it faulted (cdsm_fault_rec.file_ns).
+ *
+ * Context: the worker (the only user of the table).
+ * Return: the home's sharer id, or 0 when the file has none (no table, or
+ * the table is full).
+ */
+u32 cdsm_app_file_home(struct cdsm_app *app, u64 file, u32 sharer, u64 time_ns)
+{
+	return app->homes.files ? cdsm_homes_get(&app->homes, file, sharer, time_ns) : 0;
 }
 
 /**
@@ -1294,11 +1338,13 @@ int cdsm_app_release(struct cdsm_app *app)
  * record not marked exited must be in the task hash exactly once and be the
  * only record of its task; the live counts must agree. "duplicates" and
  * "mismatches" are 0 unless the module is broken; the "refused" counters say
- * how often a race or a quota was met (and handled).
+ * how often a race or a quota was met (and handled). "file_homes" counts the
+ * shared files with a home in the applications' tables, "file_homes_unhomed"
+ * the new files that found a table full (read without the worker: a hint).
  */
 static int cdsm_registry_show(struct seq_file *m, void *unused)
 {
-	u64 live = 0, hashed = 0, duplicates = 0, mismatches = 0;
+	u64 live = 0, hashed = 0, duplicates = 0, mismatches = 0, homes = 0, unhomed = 0;
 	struct cdsm_task *t, *o;
 	int slot, bkt;
 	u32 i;
@@ -1310,6 +1356,8 @@ static int cdsm_registry_show(struct seq_file *m, void *unused)
 
 		if (!app)
 			continue;
+		homes += READ_ONCE(app->homes.nr_used);
+		unhomed += READ_ONCE(app->homes.nr_unhomed);
 		for (i = 0; i < app->nr_tasks; i++) {
 			t = cdsm_app_task(app, i);
 			if (t->flags & CDSM_TASK_EXITED)
@@ -1337,6 +1385,7 @@ static int cdsm_registry_show(struct seq_file *m, void *unused)
 		   cdsm_refused_exiting);
 	seq_printf(m, "auto_refused %llu\nuntracked_remembered %u\n", cdsm_auto_refused,
 		   cdsm_nr_untracked);
+	seq_printf(m, "file_homes %llu\nfile_homes_unhomed %llu\n", homes, unhomed);
 	spin_unlock(&cdsm_lock);
 	return 0;
 }

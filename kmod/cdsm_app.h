@@ -136,6 +136,7 @@ void cdsm_app_grow(struct cdsm_app *app);
 void cdsm_app_matrix_lock(struct cdsm_app *app);
 void cdsm_app_matrix_unlock(struct cdsm_app *app);
 bool cdsm_app_count(struct cdsm_app *app, u32 a, u32 b);
+u32 cdsm_app_file_home(struct cdsm_app *app, u64 file, u32 sharer, u64 time_ns);
 u32 cdsm_app_nr_tasks(const struct cdsm_app *app);
 struct cdsm_task *cdsm_app_leader(struct cdsm_app *app, u32 index);
 struct task_struct *cdsm_task_get_live(const struct cdsm_task *t);

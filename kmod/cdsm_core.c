@@ -6,6 +6,13 @@
  * B's list of recent sharers (the oldest falls off, as in the CDSM paper);
  * every other task of T's application found in the list is one
  * communication event for the pair.
+ *
+ * In a shared file (a shared-memory segment), only pairs with the file's
+ * home count (cdsm_home_filter()): a transport whose segment belongs to
+ * its receiver (Open MPI's vader: the receive queue and the sender's
+ * reusable fragments live in one rank's segment) has every block there
+ * touched by the owner and all of the owner's partners, and counting all
+ * pairs of those would pair two ranks that only share a partner.
  */
 #include <linux/hash.h>
 #include <linux/string.h>
@@ -134,6 +141,100 @@ unsigned int cdsm_blocks_record(struct cdsm_blocks *b, u64 block, u32 sharer,
 	memmove(list + 1, list, last * sizeof(u32));
 	list[0] = sharer;
 	return n;
+}
+
+/**
+ * cdsm_homes_mem_sz() - bytes needed by a table of file homes.
+ * @nr_entries_log2:	log2 of the number of entries.
+ *
+ * Return: the size of the memory to pass to cdsm_homes_init().
+ */
+size_t cdsm_homes_mem_sz(unsigned int nr_entries_log2)
+{
+	return ((size_t)1 << nr_entries_log2) * (2 * sizeof(u64) + sizeof(u32));
+}
+
+/**
+ * cdsm_homes_init() - set up an empty table of file homes in @mem.
+ * @h:			the table.
+ * @mem:		cdsm_homes_mem_sz() bytes, 8-byte aligned.
+ * @nr_entries_log2:	log2 of the number of entries, at least 2.
+ */
+void cdsm_homes_init(struct cdsm_homes *h, void *mem, unsigned int nr_entries_log2)
+{
+	size_t n = (size_t)1 << nr_entries_log2;
+
+	h->files = mem;
+	h->first_ns = h->files + n;
+	h->homes = (u32 *)(h->first_ns + n);
+	h->nr_entries_log2 = nr_entries_log2;
+	h->nr_used = 0;
+	h->nr_unhomed = 0;
+	memset(mem, 0, cdsm_homes_mem_sz(nr_entries_log2));
+}
+
+/**
+ * cdsm_homes_get() - the home of a file; @sharer becomes it if the file has
+ * none yet, or if its fault came before the home's.
+ * @h:		the table.
+ * @file:	the file id, not 0.
+ * @sharer:	the task whose fault on @file is being recorded.
+ * @time_ns:	when that fault happened.
+ *
+ * Return: the home's sharer id, or 0 if @file is new and the table is full
+ * (the file then has no home: all pairs count there).
+ */
+u32 cdsm_homes_get(struct cdsm_homes *h, u64 file, u32 sharer, u64 time_ns)
+{
+	size_t mask = ((size_t)1 << h->nr_entries_log2) - 1;
+	size_t e = hash_64(file, h->nr_entries_log2);
+
+	for (; h->files[e]; e = (e + 1) & mask) {
+		if (h->files[e] != file)
+			continue;
+		if (time_ns < h->first_ns[e]) {
+			h->homes[e] = sharer;
+			h->first_ns[e] = time_ns;
+		}
+		return h->homes[e];
+	}
+	/* Keep a quarter free, so that probes stay short and end. */
+	if (h->nr_used >= mask + 1 - ((mask + 1) >> 2)) {
+		h->nr_unhomed++;
+		return 0;
+	}
+	h->files[e] = file;
+	h->first_ns[e] = time_ns;
+	h->homes[e] = sharer;
+	h->nr_used++;
+	return sharer;
+}
+
+/**
+ * cdsm_home_filter() - keep the pairs that count in a file with a home.
+ * @sharer:	the faulting task.
+ * @home:	the file's home (cdsm_homes_get()), 0 if none.
+ * @peers:	the peers cdsm_blocks_record() found; filtered in place.
+ * @n:		their number.
+ *
+ * The home pairs with every listed peer; another task pairs only with the
+ * home, when the home is listed. Without a home every peer counts.
+ *
+ * Return: the number of peers left in @peers.
+ */
+unsigned int cdsm_home_filter(u32 sharer, u32 home, u32 *peers, unsigned int n)
+{
+	unsigned int i;
+
+	if (!home || sharer == home)
+		return n;
+	for (i = 0; i < n; i++) {
+		if (peers[i] == home) {
+			peers[0] = home;
+			return 1;
+		}
+	}
+	return 0;
 }
 
 /**

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * cdsm core: memory blocks, their recent sharers, communication matrices
- * and aging. Pure logic on caller-provided memory: no locks, no allocation,
+ * cdsm core: memory blocks, their recent sharers, the homes of shared files,
+ * communication matrices and aging. Pure logic on caller-provided memory: no locks, no allocation,
  * no probes, so that it is also compiled and unit-tested in user space
  * (tests/kcore/). Callers serialise access (in the module: the worker).
  */
@@ -82,6 +82,33 @@ void cdsm_blocks_forget(struct cdsm_blocks *b, u64 block);
 void cdsm_blocks_move(struct cdsm_blocks *b, u64 from, u64 to);
 unsigned int cdsm_blocks_record(struct cdsm_blocks *b, u64 block, u32 sharer,
 				u32 *peers);
+
+/**
+ * struct cdsm_homes - the home of each shared file an application faulted
+ * on: the first of its tasks that faulted on the file, by the faults' times
+ * (the worker drains CPUs one after the other, so an earlier fault can be
+ * recorded later). Open addressing with linear probing; at most 3/4 of the
+ * entries are used.
+ * @files:		file id (cdsm_fault_rec.file) per entry, 0 when empty.
+ * @first_ns:		time of the home's fault, per entry.
+ * @homes:		sharer id of the file's home, per entry.
+ * @nr_entries_log2:	log2 of the number of entries.
+ * @nr_used:		entries in use.
+ * @nr_unhomed:		lookups of a new file that found the table full.
+ */
+struct cdsm_homes {
+	u64 *files;
+	u64 *first_ns;
+	u32 *homes;
+	unsigned int nr_entries_log2;
+	unsigned int nr_used;
+	u64 nr_unhomed;
+};
+
+size_t cdsm_homes_mem_sz(unsigned int nr_entries_log2);
+void cdsm_homes_init(struct cdsm_homes *h, void *mem, unsigned int nr_entries_log2);
+u32 cdsm_homes_get(struct cdsm_homes *h, u64 file, u32 sharer, u64 time_ns);
+unsigned int cdsm_home_filter(u32 sharer, u32 home, u32 *peers, unsigned int n);
 
 /**
  * struct cdsm_matrix - square matrix of communication events.

@@ -7,7 +7,8 @@
  *   tracked, the fault is on its own mm (GUP on another process comes
  *   through here too) and the memory can carry communication (see
  *   cdsm_vma_recorded()); it notes whether the PTE is PROT_NONE, i.e. a
- *   hinting fault, or a migration entry (the fault waits for the page);
+ *   hinting fault, or a migration entry (the fault waits for the page),
+ *   and, for a shared mapping, which file it maps (cdsm_file_id());
  * - at return, if the fault succeeded, it finds the PFN with a lockless
  *   page-table walk (interrupts off, as GUP-fast does: page tables are not
  *   freed under it) and pushes (task, physical address) into this CPU's
@@ -24,6 +25,7 @@
 #include <linux/slab.h>
 #include <linux/swap.h>
 #include <linux/swapops.h>
+#include <linux/timekeeping.h>
 #include <linux/vmalloc.h>
 
 #include "cdsm_app.h"
@@ -50,6 +52,7 @@ static struct cdsm_ring **cdsm_rings;
  * @address:	the faulting user address.
  * @hint_pfn:	PFN under a PROT_NONE entry at entry (hinting fault), else 0.
  * @entry_pfn:	PFN mapped at entry, if @page_shift.
+ * @file:	cdsm_file_id() of a shared mapping's file, else 0.
  * @sharer:	the tracked task.
  * @page_shift:	log2 of the page size mapped at entry, 0 if none.
  * @migrating:	at entry the page was being migrated (a migration entry):
@@ -62,6 +65,7 @@ struct cdsm_fault_data {
 	unsigned long address;
 	unsigned long hint_pfn;
 	unsigned long entry_pfn;
+	u64 file;
 	u32 sharer;
 	u8 page_shift;
 	bool migrating;
@@ -79,6 +83,19 @@ struct cdsm_fault_data {
 static bool cdsm_vma_recorded(const struct vm_area_struct *vma)
 {
 	return !(vma->vm_flags & (VM_EXEC | VM_IO | VM_PFNMAP | VM_MIXEDMAP));
+}
+
+/*
+ * The file of a shared mapping, as the worker's table of file homes keys it:
+ * inode number and device, stable while the file exists (an address_space
+ * pointer could name another file once freed). Four loads; nothing here
+ * sleeps or locks (the VMA holds a reference on the file).
+ */
+static u64 cdsm_file_id(const struct file *file)
+{
+	const struct inode *inode = file_inode(file);
+
+	return (u64)inode->i_ino ^ ((u64)inode->i_sb->s_dev << 32);
 }
 
 /*
@@ -199,6 +216,7 @@ static int cdsm_fault_entry(struct kretprobe_instance *ri, struct pt_regs *regs)
 	d->page_shift = cdsm_lookup_pfn(d->address, &d->entry_pfn, &protnone, &d->migrating);
 	d->private = !(vma->vm_flags & VM_MAYSHARE);
 	d->file_private = d->private && !vma_is_anonymous(vma);
+	d->file = !d->private && vma->vm_file ? cdsm_file_id(vma->vm_file) : 0;
 	if (d->page_shift && protnone) {
 		cdsm_stat_add(CDSM_STAT_REARM_TAKEN, 1);
 		d->hint_pfn = d->entry_pfn;
@@ -256,6 +274,8 @@ static int cdsm_fault_return(struct kretprobe_instance *ri, struct pt_regs *regs
 	/* do_numa_page() may have migrated the page: its blocks move too. */
 	rec->old_paddr = d->hint_pfn && d->hint_pfn != pfn ?
 			 PFN_PHYS(d->hint_pfn) | (d->address & ~PAGE_MASK) : 0;
+	rec->file = d->file;
+	rec->file_ns = d->file ? ktime_get_mono_fast_ns() : 0;
 	rec->sharer = d->sharer;
 	/* A huge page split since entry moved (or was allocated) in 4 KiB parts. */
 	rec->page_shift = d->page_shift ? min_t(unsigned int, shift, d->page_shift) : shift;

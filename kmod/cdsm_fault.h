@@ -17,6 +17,10 @@
  * @paddr:	physical address of the faulting byte.
  * @old_paddr:	its address before the fault if the kernel migrated the page
  *		on a hinting fault, else 0.
+ * @file:	id of the file of a shared mapping (cdsm_file_id()), whose home
+ *		rule applies; 0 for private memory.
+ * @file_ns:	with @file, when the fault returned (ktime_get_mono_fast_ns():
+ *		orders faults recorded on different CPUs); else 0.
  * @sharer:	cdsm_sharer() of the faulting task.
  * @page_shift:	log2 of the size of the page mapped at @paddr (PAGE_SHIFT,
  *		or PMD_SHIFT for a huge page): the range whose blocks move with
@@ -28,6 +32,8 @@
 struct cdsm_fault_rec {
 	u64 paddr;
 	u64 old_paddr;
+	u64 file;
+	u64 file_ns;
 	u32 sharer;
 	u8 page_shift;
 	u8 fresh;

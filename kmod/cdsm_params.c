@@ -11,6 +11,7 @@
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
+#include <linux/string.h>
 
 #include "cdsm_core.h"
 #include "cdsm_params.h"
@@ -62,6 +63,39 @@ MODULE_PARM_DESC(retention_s, "seconds an ended application stays readable, 0 = 
 static unsigned int age_period_ms;
 module_param(age_period_ms, uint, 0444);
 MODULE_PARM_DESC(age_period_ms, "age every matrix this often in ms, 0 = on request only (default)");
+
+/*
+ * How faults in shared files count (docs/kmod.md, "Shared files"): "home"
+ * pairs a task only with the file's home, "all" pairs every recent sharer
+ * as in private memory. Writable at run time; read by the worker per record.
+ */
+bool cdsm_file_home = true;
+
+static int cdsm_file_rule_set(const char *val, const struct kernel_param *kp)
+{
+	if (sysfs_streq(val, "home")) {
+		WRITE_ONCE(cdsm_file_home, true);
+	} else if (sysfs_streq(val, "all")) {
+		WRITE_ONCE(cdsm_file_home, false);
+	} else {
+		pr_err("file_rule must be home or all\n");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int cdsm_file_rule_get(char *buf, const struct kernel_param *kp)
+{
+	return scnprintf(buf, PAGE_SIZE, "%s\n", READ_ONCE(cdsm_file_home) ? "home" : "all");
+}
+
+static const struct kernel_param_ops cdsm_file_rule_ops = {
+	.set = cdsm_file_rule_set,
+	.get = cdsm_file_rule_get,
+};
+module_param_cb(file_rule, &cdsm_file_rule_ops, NULL, 0644);
+MODULE_PARM_DESC(file_rule,
+		 "faults in shared files pair a task with the file's home (first tracked toucher) only: home (default), or every recent sharer: all");
 
 struct cdsm_params cdsm_params;
 static DEFINE_MUTEX(cdsm_params_mutex);

@@ -24,6 +24,8 @@ extern struct cdsm_params cdsm_params;
 /* Auto mode's quota (module parameters, see docs/kmod.md). */
 extern unsigned int cdsm_auto_per_uid;
 extern unsigned int cdsm_auto_max_apps;
+/* The file_rule module parameter: true for "home", false for "all". */
+extern bool cdsm_file_home;
 
 int cdsm_params_init(void);
 void cdsm_params_get(struct cdsm_params *p);

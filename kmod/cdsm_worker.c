@@ -88,6 +88,17 @@ static void cdsm_worker_apply(const struct cdsm_fault_rec *rec, unsigned int shi
 	if (rec->old_paddr || rec->fresh)
 		cdsm_worker_new_frame(rec, shift);
 	n = cdsm_blocks_record(&cdsm_blocks, rec->paddr >> shift, rec->sharer, peers);
+	/*
+	 * In a shared file only pairs with its home count (cdsm_core.c). The
+	 * home is learnt from every fault, also under file_rule=all, so that
+	 * switching the rule finds the files' first tracked touchers.
+	 */
+	if (rec->file) {
+		u32 home = cdsm_app_file_home(app, rec->file, rec->sharer, rec->file_ns);
+
+		if (READ_ONCE(cdsm_file_home))
+			n = cdsm_home_filter(rec->sharer, home, peers, n);
+	}
 	for (i = 0; i < n; i++)
 		if (!cdsm_app_count(app, cdsm_sharer_task(rec->sharer), cdsm_sharer_task(peers[i])))
 			cdsm_stat_add(CDSM_STAT_DROPPED, 1);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 // User-space unit tests of the module's core logic (kmod/cdsm_core.c): blocks, sharers,
-// matrices, aging.
+// file homes, matrices, aging.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -27,6 +27,25 @@ struct Blocks {
     std::vector<uint64_t> mem;
     cdsm_blocks b{};
 };
+
+// A table of file homes that owns its memory.
+struct Homes {
+    explicit Homes(unsigned log2) : mem(cdsm_homes_mem_sz(log2) / sizeof(uint64_t) + 1) {
+        cdsm_homes_init(&h, mem.data(), log2);
+    }
+    std::vector<uint64_t> mem;
+    cdsm_homes h{};
+    uint64_t now_ns = 0;
+};
+
+// A fault recorded as the worker does for a shared file: the block's peers, then the home rule.
+std::vector<uint32_t> record_in_file(Blocks& t, Homes& h, uint64_t file, uint64_t block,
+                                     uint32_t sharer) {
+    auto peers = t.record(block, sharer);
+    uint32_t home = cdsm_homes_get(&h.h, file, sharer, ++h.now_ns);
+    peers.resize(cdsm_home_filter(sharer, home, peers.data(), static_cast<unsigned>(peers.size())));
+    return peers;
+}
 
 struct Matrix {
     explicit Matrix(uint32_t dim) : cells(dim * dim) { m = {cells.data(), dim}; }
@@ -165,6 +184,104 @@ TEST(Blocks, ForgetDropsOnlyThatBlock) {
 
 TEST(Blocks, MemorySizeMatchesLayout) {
     EXPECT_EQ(cdsm_blocks_mem_sz(22, 4), (size_t{1} << 22) * (8 + 16));
+}
+
+TEST(Homes, FirstTaskIsTheHomeAndStaysIt) {
+    Homes h(4);
+    EXPECT_EQ(cdsm_homes_get(&h.h, 77, cdsm_sharer(1, 2), 100), cdsm_sharer(1, 2));
+    EXPECT_EQ(cdsm_homes_get(&h.h, 77, cdsm_sharer(1, 0), 100), cdsm_sharer(1, 2));
+    EXPECT_EQ(cdsm_homes_get(&h.h, 78, cdsm_sharer(1, 0), 100), cdsm_sharer(1, 0)) << "files apart";
+    EXPECT_EQ(h.h.nr_used, 2u);
+}
+
+// The worker drains the CPUs' rings one after the other: a fault recorded later may have
+// happened first, and its task is the home.
+TEST(Homes, AnEarlierFaultRecordedLaterTakesTheHome) {
+    Homes h(4);
+    EXPECT_EQ(cdsm_homes_get(&h.h, 77, cdsm_sharer(1, 1), 500), cdsm_sharer(1, 1));
+    EXPECT_EQ(cdsm_homes_get(&h.h, 77, cdsm_sharer(1, 0), 400), cdsm_sharer(1, 0));
+    EXPECT_EQ(cdsm_homes_get(&h.h, 77, cdsm_sharer(1, 1), 600), cdsm_sharer(1, 0));
+    EXPECT_EQ(h.h.nr_used, 1u);
+}
+
+TEST(Homes, AFullTableLeavesNewFilesWithoutHome) {
+    Homes h(2);  // 4 entries, 3 usable
+    for (uint64_t f = 1; f <= 3; f++)
+        EXPECT_NE(cdsm_homes_get(&h.h, f, cdsm_sharer(1, 0), 100), 0u);
+    EXPECT_EQ(cdsm_homes_get(&h.h, 4, cdsm_sharer(1, 1), 100), 0u);
+    EXPECT_EQ(h.h.nr_unhomed, 1u);
+    EXPECT_EQ(cdsm_homes_get(&h.h, 2, cdsm_sharer(1, 1), 100), cdsm_sharer(1, 0))
+        << "known files keep theirs";
+}
+
+TEST(Homes, CollidingFilesAreAllFound) {
+    Homes h(6);  // 64 entries: 48 files probe past each other
+    for (uint32_t f = 1; f <= 48; f++)
+        cdsm_homes_get(&h.h, uint64_t{f} << 40, cdsm_sharer(1, f % 7), 100);
+    for (uint32_t f = 1; f <= 48; f++)
+        EXPECT_EQ(cdsm_homes_get(&h.h, uint64_t{f} << 40, cdsm_sharer(1, 9), 100),
+                  cdsm_sharer(1, f % 7));
+    EXPECT_EQ(h.h.nr_unhomed, 0u);
+}
+
+TEST(Homes, MemorySize) {
+    EXPECT_EQ(cdsm_homes_mem_sz(10), size_t{1024} * 20);
+}
+
+TEST(HomeFilter, WithoutHomeEveryPeerCounts) {
+    uint32_t peers[] = {cdsm_sharer(1, 1), cdsm_sharer(1, 2)};
+    EXPECT_EQ(cdsm_home_filter(cdsm_sharer(1, 0), 0, peers, 2), 2u);
+}
+
+TEST(HomeFilter, TheHomePairsWithEveryPeer) {
+    uint32_t peers[] = {cdsm_sharer(1, 1), cdsm_sharer(1, 2)};
+    EXPECT_EQ(cdsm_home_filter(cdsm_sharer(1, 0), cdsm_sharer(1, 0), peers, 2), 2u);
+    EXPECT_EQ(peers[1], cdsm_sharer(1, 2));
+}
+
+TEST(HomeFilter, AnotherTaskPairsOnlyWithTheListedHome) {
+    uint32_t peers[] = {cdsm_sharer(1, 2), cdsm_sharer(1, 0), cdsm_sharer(1, 3)};
+    ASSERT_EQ(cdsm_home_filter(cdsm_sharer(1, 1), cdsm_sharer(1, 0), peers, 3), 1u);
+    EXPECT_EQ(peers[0], cdsm_sharer(1, 0));
+    uint32_t others[] = {cdsm_sharer(1, 2), cdsm_sharer(1, 3)};
+    EXPECT_EQ(cdsm_home_filter(cdsm_sharer(1, 1), cdsm_sharer(1, 0), others, 2), 0u)
+        << "the home is not among the block's recent sharers: no event";
+}
+
+// The vader pattern (issue 12): in a ring of 4, each rank's segment holds its receive queue
+// and the fragments it sends from; its two neighbours write the queue and read the fragments.
+// Under all pairs, ranks 0 and 2 (a common neighbour, 1) pair in rank 1's segment; with homes
+// only owner-neighbour pairs count.
+TEST(HomeFilter, VaderSegmentsPairOnlyNeighbours) {
+    for (bool homes : {false, true}) {
+        Blocks t(12, 4);
+        Homes h(4);
+        Matrix x(4);
+        const uint64_t block_base = 1000;
+        for (uint32_t r = 0; r < 4; r++)
+            record_in_file(t, h, 10 + r, block_base * (r + 1), cdsm_sharer(1, r));
+        for (int round = 0; round < 10; round++) {
+            for (uint32_t owner = 0; owner < 4; owner++) {
+                const uint64_t file = 10 + owner;
+                for (uint64_t b = 0; b < 4; b++) {
+                    const uint64_t block = block_base * (owner + 1) + b;
+                    for (uint32_t who : {owner, (owner + 1) % 4, (owner + 3) % 4}) {
+                        auto peers = homes ? record_in_file(t, h, file, block, cdsm_sharer(1, who))
+                                           : t.record(block, cdsm_sharer(1, who));
+                        for (uint32_t p : peers)
+                            cdsm_matrix_add_pair(&x.m, who, cdsm_sharer_task(p));
+                    }
+                }
+            }
+        }
+        for (uint32_t r = 0; r < 4; r++) {
+            EXPECT_GT(x.at(r, (r + 1) % 4), 0u);
+            if (homes)
+                EXPECT_EQ(x.at(r, (r + 2) % 4), 0u) << "rank " << r << " and its diagonal";
+            else
+                EXPECT_GT(x.at(r, (r + 2) % 4), 0u) << "all pairs: the common partner pairs them";
+        }
+    }
 }
 
 TEST(Matrix, AddPairIsSymmetric) {
