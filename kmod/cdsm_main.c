@@ -24,7 +24,9 @@
 #include "cdsm_track.h"
 #include "cdsm_worker.h"
 
-#define CDSM_VERSION "0.2.0"
+#ifndef CDSM_VERSION
+#error "CDSM_VERSION comes from the file VERSION (see Kbuild)"
+#endif
 
 /* /sys/kernel/debug/cdsm: consistency checks (root only). */
 static struct dentry *cdsm_debugfs;

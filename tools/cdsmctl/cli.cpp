@@ -202,7 +202,8 @@ int main(int argc, char** argv) {
     app.add_option("--socket", o.socket, "cdsmd's control socket")
         ->envname(cdsm::control::kSocketEnv)
         ->capture_default_str();
-    app.set_version_flag("--version", std::string(cdsm::version()));
+    app.set_version_flag("--version", "",
+                         "Print cdsmctl's version and the loaded cdsm.ko's, and exit");
 
     auto* list = app.add_subcommand("list", "List the applications cdsmd tracks");
     list->add_flag("--json", o.json,
@@ -237,7 +238,7 @@ int main(int argc, char** argv) {
         std::cout << app.help("", CLI::AppFormatMode::All);
         return 0;
     } catch (const CLI::CallForVersion&) {
-        std::cout << "cdsmctl " << cdsm::version() << '\n';
+        std::cout << cdsm::version_report("cdsmctl");
         return 0;
     } catch (const CLI::ParseError& e) {
         std::string message = e.what();

@@ -85,8 +85,20 @@ int main(int argc, char** argv) {
                    "Control socket (default: daemon.socket, $CDSM_SOCKET, /run/cdsm/cdsmd.sock)");
     app.add_option("-l,--log-level", log_level,
                    "trace, debug, info, warning, error (overrides daemon.log_level)");
-    app.set_version_flag("-V,--version", std::string(cdsm::version()));
-    CLI11_PARSE(app, argc, argv);
+    app.set_version_flag(
+        "-V,--version",
+        [] {
+            std::string report = cdsm::version_report("cdsmd");
+            report.pop_back();  // CLI11 ends the line
+            return report;
+        },
+        "Print cdsmd's version and the loaded cdsm.ko's, and exit");
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        // --help and --version exit 0; a bad command line 2, as cdsmctl's usage errors.
+        return app.exit(e) == 0 ? 0 : 2;
+    }
     options.config_explicit = app.count("--config") > 0;
     options.config_path = config_path;
 

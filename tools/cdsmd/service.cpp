@@ -64,6 +64,11 @@ Service::~Service() = default;
 
 void Service::open_kernel() {
     device_ = std::make_unique<kernel::Device>(config_.device);
+    if (const auto m = module_version(); m && *m != version())
+        spdlog::warn(
+            "cdsm.ko {} is loaded, cdsmd is {}: install matching packages and reload "
+            "the module",
+            *m, version());
     events_ = std::make_unique<kernel::EventListener>();
     planner_ = std::make_unique<Planner>(Topology::from_system(), config_.costs);
     spdlog::info("machine: {} ({} PUs: {})", planner_->machine().describe(),
