@@ -63,6 +63,7 @@ struct AppState {
     bool planned = false;                ///< had enough data for a placement once
     std::vector<std::uint32_t> claimed;  ///< OS CPUs its placed tasks hold
     std::optional<Clock::time_point> ended_at;
+    bool kept_ended = false;  ///< a dry run released nothing and said so once
     std::string cgroup;  ///< the cgroup v2 directory it was tracked for, if cdsmd tracked it
     std::uint64_t passes = 0;
     std::uint64_t migrations = 0;

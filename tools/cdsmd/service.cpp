@@ -343,12 +343,21 @@ void Service::release_ended() {
     const auto now = Clock::now();
     const auto after = std::chrono::milliseconds(config_.release_ended_after_ms);
     std::vector<std::uint32_t> done;
-    for (const auto& [id, app] : apps_) {
-        if (app.ended_at && now >= *app.ended_at + after) done.push_back(id);
+    for (auto& [id, app] : apps_) {
+        if (!app.ended_at || now < *app.ended_at + after) continue;
+        if (!options_.dry_run) {
+            done.push_back(id);
+        } else if (!app.kept_ended) {
+            // A dry run changes nothing in the module, so the application stays there; forgotten
+            // here, the next resync would adopt it again and end it again, every scan.
+            spdlog::info("{}: ended; a dry run releases nothing, so it stays listed",
+                         app_label(app.info, app.name));
+            app.kept_ended = true;
+        }
     }
     for (std::uint32_t id : done) {
         try {
-            if (!options_.dry_run) kernel_.release(id);
+            kernel_.release(id);
             spdlog::info("{}: ended, released", app_label(apps_[id].info, apps_[id].name));
         } catch (const SystemError& e) {
             if (!is_enoent(e)) spdlog::warn("{}", e.what());
