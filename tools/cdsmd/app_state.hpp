@@ -64,7 +64,7 @@ struct AppState {
     std::vector<std::uint32_t> claimed;  ///< OS CPUs its placed tasks hold
     std::optional<Clock::time_point> ended_at;
     bool kept_ended = false;  ///< a dry run released nothing and said so once
-    std::string cgroup;  ///< the cgroup v2 directory it was tracked for, if cdsmd tracked it
+    std::string cgroup;       ///< the cgroup v2 directory it was tracked for, if cdsmd tracked it
     std::uint64_t passes = 0;
     std::uint64_t migrations = 0;
     double cost_current = 0;
