@@ -3,16 +3,15 @@
  * cdsm.so - a Slurm SPANK plugin: cdsm for job steps.
  *
  * Adds to srun, sbatch and salloc:
- *   --cdsm=off|map          off: cdsm leaves the step alone; map: tracked and placed by cdsmd
- *                           (the node's policy). Default: the site's (plugstack.conf).
- *                           (detect, tracked but never moved, needs a cdsmd that can hold an
- *                           application's placement; it is refused until then.)
+ *   --cdsm=off|detect|map   off: cdsm leaves the step alone; detect: tracked, its placements
+ *                           planned and reported, but never moved; map: tracked and placed by
+ *                           cdsmd (the node's policy). Default: the site's (plugstack.conf).
  *   --cdsm-report=DIR       at the end of each step, write cdsm's report to DIR (an absolute
  *                           path; made if missing), owned by the job's user: the matrix (CSV
  *                           and JSON), its heatmap (PNG), and the application's placements,
  *                           costs and migrations (JSON).
  *
- * plugstack.conf arguments: default=off|map (map if not given), socket=PATH (cdsmd's
+ * plugstack.conf arguments: default=off|detect|map (map if not given), socket=PATH (cdsmd's
  * control socket, /run/cdsm/cdsmd.sock), cdsmctl=PATH (/usr/bin/cdsmctl, for reports).
  *
  * In slurmstepd (as root) the step's cgroup is tracked through cdsmd when its first task has
@@ -71,11 +70,7 @@ static int opt_cdsm(int val, const char *arg, int remote)
 	(void)val;
 	(void)remote;
 	if (parse_mode(arg, &step_mode) < 0) {
-		slurm_error("cdsm: --cdsm=%s: not off or map", arg ? arg : "");
-		return ESPANK_BAD_ARG;
-	}
-	if (step_mode == MODE_DETECT) {
-		slurm_error("cdsm: --cdsm=detect: not supported by this cdsmd yet (off or map)");
+		slurm_error("cdsm: --cdsm=%s: not off, detect or map", arg ? arg : "");
 		return ESPANK_BAD_ARG;
 	}
 	return ESPANK_SUCCESS;
@@ -95,9 +90,9 @@ static int opt_report(int val, const char *arg, int remote)
 }
 
 struct spank_option spank_options[] = {
-	{ "cdsm", "off|map",
-	  "cdsm for this job's steps: off (left alone) or map (communication tracked, tasks placed "
-	  "by cdsmd); default: the site's",
+	{ "cdsm", "off|detect|map",
+	  "cdsm for this job's steps: off (left alone), detect (communication tracked and "
+	  "reported, tasks never moved) or map (tracked, tasks placed by cdsmd); default: the site's",
 	  1, 0, opt_cdsm },
 	{ "cdsm-report", "DIR",
 	  "At the end of each step write cdsm's report (matrix CSV and JSON, heatmap PNG, "
@@ -128,8 +123,8 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 		int r;
 
 		if (strncmp(av[i], "default=", 8) == 0) {
-			if (parse_mode(av[i] + 8, &site_mode) < 0 || site_mode == MODE_DETECT) {
-				slurm_error("cdsm: plugstack.conf: %s: not off or map", av[i]);
+			if (parse_mode(av[i] + 8, &site_mode) < 0) {
+				slurm_error("cdsm: plugstack.conf: %s: not off, detect or map", av[i]);
 				return -1;
 			}
 			continue;

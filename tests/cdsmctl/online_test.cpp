@@ -225,6 +225,13 @@ TEST(Online, TrackAndUntrack) {
     ASSERT_EQ(c.status, 0) << c.err;
     EXPECT_EQ(json::parse(c.out), json({{"app_id", 8}}));
     EXPECT_EQ(daemon.requests().back(), json({{"cmd", "track"}, {"cgroup", "/sys/fs/cgroup/job"}}));
+    const Result d = ask(daemon, {"track", "--cgroup", "/job", "--mode", "detect"});
+    ASSERT_EQ(d.status, 0) << d.err;
+    EXPECT_EQ(daemon.requests().back(),
+              json({{"cmd", "track"}, {"cgroup", "/job"}, {"mode", "detect"}}));
+    const std::size_t asked = daemon.requests().size();
+    EXPECT_NE(ask(daemon, {"track", "--pid", "1", "--mode", "off"}).status, 0);
+    EXPECT_EQ(daemon.requests().size(), asked);  // refused by cdsmctl
     const Result u = ask(daemon, {"untrack", "solver"});
     EXPECT_EQ(u.status, 0) << u.err;
     EXPECT_EQ(daemon.requests().back(), json({{"cmd", "untrack"}, {"app", "solver"}}));
@@ -308,6 +315,10 @@ TEST(Run, WordsOfTheCommandAreNeverCdsmctlsOptions) {
     EXPECT_EQ(dashed.status, 0) << dashed.err;
     EXPECT_EQ(dashed.out, "[--][x]");
     EXPECT_EQ(daemon.requests().back().at("name"), "p");
+    const Result detect = ask(daemon, {"run", "--mode", "detect", "printf", "[%s]", "--mode"});
+    EXPECT_EQ(detect.status, 0) << detect.err;
+    EXPECT_EQ(detect.out, "[--mode]");
+    EXPECT_EQ(daemon.requests().back().at("mode"), "detect");
 }
 
 TEST(Run, KilledCommandGives128PlusSignal) {

@@ -206,6 +206,8 @@ TEST_F(ControlTest, TrackAdoptsTheNewApplicationAndUntrackKeepsTheRulesAway) {
     EXPECT_EQ(apps.at(11).cgroup, "/batch/job");
     EXPECT_EQ(refusal({{"cmd", "track"}, {"cgroup", "/busy"}}, root()), "EEXIST");
     EXPECT_EQ(refusal({{"cmd", "track"}}, root()), "EINVAL");
+    EXPECT_EQ(apps.at(10).mode, AppMode::kMap);
+    EXPECT_EQ(ask({{"cmd", "show"}, {"app", 11}})["mode"], "map");
 
     ask({{"cmd", "untrack"}, {"app", 11}});
     ask({{"cmd", "untrack"}, {"app", "mine"}});
@@ -217,6 +219,23 @@ TEST_F(ControlTest, TrackAdoptsTheNewApplicationAndUntrackKeepsTheRulesAway) {
     ask({{"cmd", "release"}, {"app", 10}});
     EXPECT_EQ(forgotten, std::vector<std::uint32_t>{10});
     EXPECT_FALSE(apps.count(10));
+}
+
+TEST_F(ControlTest, TrackInDetectModeIsShownAndAnUnknownModeIsRefused) {
+    EXPECT_EQ(ask({{"cmd", "track"}, {"cgroup", "/batch/job"}, {"mode", "detect"}})["app_id"], 10);
+    EXPECT_EQ(apps.at(10).mode, AppMode::kDetect);
+    EXPECT_EQ(saved, 1);
+    EXPECT_EQ(ask({{"cmd", "show"}, {"app", 10}})["mode"], "detect");
+    const Json list = ask({{"cmd", "list"}})["apps"];
+    ASSERT_EQ(list.size(), 3u);
+    EXPECT_EQ(list[0]["mode"], "map");
+    EXPECT_EQ(list[2]["mode"], "detect");
+    // Refused before the module is asked: nothing tracked.
+    const std::size_t tracked = kernel.apps.size();
+    EXPECT_EQ(refusal({{"cmd", "track"}, {"pid", 77}, {"mode", "off"}}, root()), "EINVAL");
+    EXPECT_EQ(refusal({{"cmd", "track"}, {"pid", 77}, {"policy", "x"}}, root()), "EINVAL");
+    EXPECT_EQ(kernel.apps.size(), tracked);
+    EXPECT_EQ(apps.size(), 3u);
 }
 
 TEST_F(ControlTest, TasksShowWhatCdsmdDoesWithEachTask) {

@@ -278,6 +278,35 @@ TEST_P(Pass, ADryRunMovesNothingButClaimsWhereItWouldPlace) {
     EXPECT_EQ(claimed, placement);
 }
 
+TEST_P(Pass, ADetectApplicationIsPlannedAndRecordedButNeverPlaced) {
+    start("pairs-pin-bad");
+    app.mode = AppMode::kDetect;
+    for (int pass = 0; pass < 2; ++pass) {
+        const auto interval = app.interval.current();
+        const Json d = run();
+        // The first pass plans at all; after it, the interval grows as a settled application's.
+        if (pass > 0) {
+            EXPECT_GT(app.interval.current(), interval);
+        }
+        EXPECT_EQ(d["mode"], "detect");
+        EXPECT_TRUE(d["changed"].get<bool>()) << pass;  // the plan, every time
+        EXPECT_FALSE(d["applied"].get<bool>());
+        EXPECT_TRUE(d["moved"].empty());
+        EXPECT_LT(d["cost_after"].get<double>(), d["cost_before"].get<double>());
+        EXPECT_EQ(app.cost_current, d["cost_before"].get<double>());
+        EXPECT_EQ(app.cost_best, d["cost_after"].get<double>());
+        EXPECT_EQ(app.last, d);
+        system->advance(1);
+    }
+    EXPECT_EQ(system->applied, 0);
+    EXPECT_EQ(system->aged, 0);
+    EXPECT_EQ(app.migrations, 0u);
+    EXPECT_TRUE(app.history.empty());
+    EXPECT_TRUE(app.claimed.empty());  // it holds no CPU
+    for (const auto& [tid, t] : app.tasks) EXPECT_FALSE(t.bound_cpu.has_value()) << tid;
+    EXPECT_TRUE(app.planned);
+}
+
 TEST_P(Pass, ABindingByAnotherProgramIsConfirmedThenLeftAlone) {
     start("pairs-pin-bad");
     run();

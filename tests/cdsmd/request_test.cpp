@@ -29,20 +29,21 @@ TEST(Request, ADeepRequestIsRefusedBeforeAnythingWalksIt) {
         R"({"cmd":"show","app":)" + std::string(deep, '[') + std::string(deep, ']') + "}";
     ASSERT_LT(line.size(), control::kMaxRequestBytes);
     EXPECT_EQ(code_of(line), "EPROTO: message nested more than 16 levels deep");
-    // 16 levels are allowed, 17 are not.
+    // 16 levels are allowed (then the unknown field is refused), 17 are not.
     EXPECT_EQ(code_of(R"({"cmd":"ping","x":)" + std::string(15, '[') + std::string(15, ']') + "}"),
-              "ok");
+              R"(EINVAL: 'ping': unknown field "x" (it takes none))");
     EXPECT_EQ(code_of(R"({"cmd":"ping","x":)" + std::string(16, '[') + std::string(16, ']') + "}"),
               "EPROTO: message nested more than 16 levels deep");
 }
 
 TEST(Request, EveryFieldReadHasItsType) {
     EXPECT_EQ(code_of(R"({"cmd":"list"})"), "ok");
-    EXPECT_EQ(code_of(R"({"cmd":"list","anything":[{}]})"), "ok");  // unread fields are ignored
     EXPECT_EQ(code_of(R"({"cmd":"show","app":7})"), "ok");
     EXPECT_EQ(code_of(R"({"cmd":"show","app":"lulesh"})"), "ok");
     EXPECT_EQ(code_of(R"({"cmd":"track","pid":42,"name":"x"})"), "ok");
     EXPECT_EQ(code_of(R"({"cmd":"track","cgroup":"/a/b"})"), "ok");
+    EXPECT_EQ(code_of(R"({"cmd":"track","cgroup":"/a/b","mode":"detect"})"), "ok");
+    EXPECT_EQ(code_of(R"({"cmd":"track","pid":42,"mode":"map"})"), "ok");
     EXPECT_EQ(code_of(R"({"cmd":"map","app":1,"dry_run":true,"algorithm":"compact"})"), "ok");
     EXPECT_EQ(code_of(R"({"cmd":"set","params":{"auto_threads":4}})"), "ok");
     EXPECT_EQ(code_of(R"({"cmd":"matrix","app":1,"sparse":true})"), "ok");
@@ -60,8 +61,8 @@ TEST(Request, EveryFieldReadHasItsType) {
     EXPECT_EQ(code_of(R"({"cmd":"show","app":")" + std::string(5000, 'x') + "\"}"),
               R"(EINVAL: 'show': "app" must be an application id (a whole number) or name )"
               R"((a string))");
-    EXPECT_EQ(code_of(R"({"cmd":"list","dry_run":"yes"})"),
-              R"(EINVAL: 'list': "dry_run" must be true or false)");
+    EXPECT_EQ(code_of(R"({"cmd":"map","app":1,"dry_run":"yes"})"),
+              R"(EINVAL: 'map': "dry_run" must be true or false)");
     for (const char* pid : {R"("42")", "-1", "0", "2147483648", "1.0"}) {
         EXPECT_EQ(code_of(std::string(R"({"cmd":"track","pid":)") + pid + "}"),
                   R"(EINVAL: 'track': "pid" must be a process id (a whole number from 1))")
@@ -77,6 +78,28 @@ TEST(Request, EveryFieldReadHasItsType) {
               "EINVAL: 'set': parameter 'max_tasks' must be a whole number from 0 to 4294967295");
     EXPECT_EQ(code_of(R"({"cmd":"matrix","app":1,"sparse":1})"),
               R"(EINVAL: 'matrix': "sparse" must be true or false)");
+    for (const char* mode : {R"("off")", R"("Detect")", R"("")", "1", "null"}) {
+        EXPECT_EQ(code_of(std::string(R"({"cmd":"track","pid":42,"mode":)") + mode + "}"),
+                  R"(EINVAL: 'track': "mode" must be "map" or "detect")")
+            << mode;
+    }
+    EXPECT_EQ(code_of(R"({"cmd":"track","pid":42,"cgroup":"/a"})"),
+              R"(EINVAL: 'track': give "pid" or "cgroup", not both)");
+}
+
+TEST(Request, AFieldTheCommandDoesNotTakeIsRefused) {
+    // A newer client's field may change what a command does: never ignored silently.
+    EXPECT_EQ(code_of(R"({"cmd":"list","anything":[{}]})"),
+              R"(EINVAL: 'list': unknown field "anything" (it takes none))");
+    EXPECT_EQ(code_of(R"({"cmd":"track","pid":42,"dry_run":true})"),
+              R"(EINVAL: 'track': unknown field "dry_run" (it takes "pid", "cgroup", "name", )"
+              R"("mode"))");
+    EXPECT_EQ(code_of(R"({"cmd":"show","app":1,"sparse":true})"),
+              R"(EINVAL: 'show': unknown field "sparse" (it takes "app"))");
+    EXPECT_EQ(code_of(R"({"cmd":"map","app":1,"apply":false})"),
+              R"(EINVAL: 'map': unknown field "apply" (it takes "app", "dry_run", "algorithm"))");
+    EXPECT_EQ(code_of(R"({"cmd":"reload","file":"/etc/x"})"),
+              R"(EINVAL: 'reload': unknown field "file" (it takes none))");
 }
 
 TEST(MatrixAnswer, DenseRowsOrSparseCellsAboveTheDiagonal) {

@@ -100,6 +100,10 @@ void add_tracking(CLI::App& app, Options& o) {
         "Start a command tracked by cdsmd and exit with its status (128+signal if it "
         "was killed)");
     run->add_option("--name", o.run.name, "Name of the application (default: the command's)");
+    const auto modes = CLI::IsMember({"map", "detect"});
+    const char* mode_help =
+        "map: cdsmd places its tasks (default); detect: cdsmd plans and reports, never moves";
+    run->add_option("--mode", o.run.mode, mode_help)->check(modes);
     run->add_flag("-v,--verbose", o.run.verbose, "Say which application id it got, on stderr");
     run->footer(
         "COMMAND [ARG...] follows run's options, after an optional '--'; its words are "
@@ -111,6 +115,7 @@ void add_tracking(CLI::App& app, Options& o) {
         track->add_option("--cgroup", o.track.cgroup, "cgroup v2 path, e.g. a Slurm job's");
     pid->excludes(cgroup);
     track->add_option("--name", o.track.name, "Name of the application");
+    track->add_option("--mode", o.track.mode, mode_help)->check(modes);
     track->add_flag("--json", o.track.json,
                     "Print JSON (stable fields: /usr/share/doc/cdsm/cdsmctl-json.md)");
 
@@ -127,7 +132,7 @@ std::vector<std::string> take_run_command(std::vector<const char*>& args) {
     if (i >= args.size() || std::string_view(args[i]) != "run") return {};
     for (++i; i < args.size(); ++i) {
         const std::string_view arg = args[i];
-        if (arg == "--name") {
+        if (arg == "--name" || arg == "--mode") {
             ++i;
             continue;
         }

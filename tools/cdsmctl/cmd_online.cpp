@@ -49,14 +49,14 @@ int list_apps(CdsmdClient& client, bool json, std::ostream& out) {
         print_json(out, reply);
         return 0;
     }
-    Table table({"ID", "NAME", "KIND", "UID", "PID/CGROUP", "TASKS", "EVENTS", "COST", "BEST",
-                 "MIGR", "INTERVAL", "STATE"});
+    Table table({"ID", "NAME", "KIND", "MODE", "UID", "PID/CGROUP", "TASKS", "EVENTS", "COST",
+                 "BEST", "MIGR", "INTERVAL", "STATE"});
     for (const auto& a : field(reply, "apps")) {
         const bool ended = field(a, "ended") == true;
         const bool by_cgroup = a.contains("cgroup") && a["cgroup"].is_string();
         table.add(
             {cell(field(a, "app_id")), cell(field(a, "name")), cell(field(a, "kind")),
-             cell(field(a, "uid")),
+             a.contains("mode") ? cell(a["mode"]) : "-", cell(field(a, "uid")),
              by_cgroup ? a["cgroup"].get<std::string>() : cell(field(a, "root_pid")),
              fmt::format("{}/{}", cell(field(a, "nr_live_tasks")), cell(field(a, "nr_tasks"))),
              cell(field(a, "events")), cell(field(a, "cost_current")), cell(field(a, "cost_best")),
@@ -137,6 +137,7 @@ int track(CdsmdClient& client, const TrackOptions& options, std::ostream& out) {
     if (options.pid) request["pid"] = *options.pid;
     if (!options.cgroup.empty()) request["cgroup"] = options.cgroup;
     if (!options.name.empty()) request["name"] = options.name;
+    if (!options.mode.empty()) request["mode"] = options.mode;
     const auto reply = client.request(request);
     if (options.json)
         print_json(out, reply);

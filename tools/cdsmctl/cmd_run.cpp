@@ -70,7 +70,9 @@ int run_tracked(CdsmdClient& client, const RunOptions& options) {
                              : options.name;
     nlohmann::json reply;
     try {
-        reply = client.request({{"cmd", "track"}, {"pid", child}, {"name", name}});
+        nlohmann::json request{{"cmd", "track"}, {"pid", child}, {"name", name}};
+        if (!options.mode.empty()) request["mode"] = options.mode;
+        reply = client.request(request);
     } catch (...) {
         close(go[1]);  // the child exits without running the command
         wait_status(child);

@@ -46,6 +46,7 @@ struct MapOptions {
 
 struct RunOptions {
     std::string name;
+    std::string mode;  ///< "" (cdsmd's default, map), "map" or "detect"
     std::vector<std::string> command;
     bool verbose = false;
 };
@@ -54,6 +55,7 @@ struct TrackOptions {
     std::optional<pid_t> pid;
     std::string cgroup;
     std::string name;
+    std::string mode;  ///< "" (cdsmd's default, map), "map" or "detect"
     bool json = false;
 };
 

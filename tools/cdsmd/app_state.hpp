@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cdsm/control.hpp"
@@ -51,10 +52,24 @@ struct ProcessEnv {
     bool read = true;  ///< false: /proc/PID/environ was unreadable or empty, read it again
 };
 
+/// What cdsmd does with an application: map places its tasks (the node's policy); detect
+/// plans and records (costs, decisions) but never changes an affinity.
+enum class AppMode { kMap, kDetect };
+inline const char* mode_name(AppMode m) {
+    return m == AppMode::kDetect ? "detect" : "map";
+}
+/// "map" or "detect"; nullopt for anything else.
+inline std::optional<AppMode> parse_mode(std::string_view s) {
+    if (s == "map") return AppMode::kMap;
+    if (s == "detect") return AppMode::kDetect;
+    return std::nullopt;
+}
+
 struct AppState {
     cdsm_app_info info{};
     std::string name;
     bool named = false;  ///< given by track/a rule; else the root process's command
+    AppMode mode = AppMode::kMap;
     AdaptiveInterval interval;
     Clock::time_point due;
     std::map<pid_t, TaskState> tasks;

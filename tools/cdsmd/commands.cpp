@@ -55,6 +55,7 @@ Json Commands::app_json(const AppState& app) const {
             {"name", app.name},
             {"comm", std::string(i.comm, strnlen(i.comm, sizeof(i.comm)))},
             {"kind", kernel::track_kind_name(i.kind)},
+            {"mode", mode_name(app.mode)},
             {"uid", i.uid == kNoOwner ? Json(nullptr) : Json(i.uid)},
             {"root_pid", i.root_pid},
             {"cgroup", app.cgroup.empty() ? Json(nullptr) : Json(app.cgroup)},
@@ -147,6 +148,7 @@ Json Commands::topology_json() const {
 
 Json Commands::track(const Json& request, const Peer& peer) {
     const std::string name = request.value("name", "");
+    const AppMode mode = *parse_mode(request.value("mode", "map"));  // checked: validate_request
     std::uint32_t id = 0;
     std::string cgroup;
     if (request.contains("pid")) {
@@ -161,10 +163,14 @@ Json Commands::track(const Json& request, const Peer& peer) {
         throw ProtocolError("EINVAL", "track needs \"pid\" or \"cgroup\"");
     }
     for (const cdsm_app_info& info : c_.kernel.list_apps()) {
-        if (info.app_id == id) c_.adopt(info, name).cgroup = cgroup;
+        if (info.app_id != id) continue;
+        AppState& app = c_.adopt(info, name);
+        app.cgroup = cgroup;
+        app.mode = mode;
     }
     c_.save_state();
-    spdlog::info("control socket: uid {} tracked application {}", peer.uid, id);
+    spdlog::info("control socket: uid {} tracked application {} ({})", peer.uid, id,
+                 mode_name(mode));
     return {{"app_id", id}};
 }
 

@@ -106,7 +106,8 @@ void record_plan(AppState& app, Json& d, const Classified& tasks, const Plan& pl
     d["cost_after"] = plan.cost_after;
     d["changed"] = plan.changed;
     if (req.baselines) d["baselines"] = plan.baselines;
-    app.cost_current = plan.changed && req.apply ? plan.cost_after : plan.cost_before;
+    app.cost_current =
+        plan.changed && req.apply && app.mode == AppMode::kMap ? plan.cost_after : plan.cost_before;
     app.cost_best = plan.cost_after;
     Json placement = Json::array();
     for (std::size_t k = 0; k < task_count; ++k) placement.push_back(nullptr);
@@ -336,11 +337,8 @@ PassResult map_pass(AppState& app, const MapRequest& req, PassContext& context) 
     ++app.passes;
     PassResult result;
     Json& d = result.decision;
-    d = {{"app_id", app.info.app_id},
-         {"name", app.name},
-         {"algorithm", algorithm},
-         {"applied", false},
-         {"changed", false}};
+    d = {{"app_id", app.info.app_id},   {"name", app.name}, {"algorithm", algorithm},
+         {"mode", mode_name(app.mode)}, {"applied", false}, {"changed", false}};
     bool waiting = false;
     const auto finish = [&](bool changed) {
         if (req.from_timer && !waiting) app.interval.update(changed);
@@ -390,16 +388,21 @@ PassResult map_pass(AppState& app, const MapRequest& req, PassContext& context) 
     log_plan(label, sub, tasks, plan);
     record_plan(app, d, tasks, plan, seen.tasks.size(), req);
 
-    const bool apply = req.apply && !context.dry_run && plan.changed;
-    const Applied applied = apply_plan(app, tasks, plan, apply, context);
+    // A detect application is planned and recorded, never placed.
+    const bool place = req.apply && !context.dry_run && app.mode == AppMode::kMap;
+    const Applied applied = apply_plan(app, tasks, plan, place && plan.changed, context);
     if (!applied.moved.empty()) record_migration(app, tasks, plan, applied.moved, context);
     result.moved = applied.moved.size();
     d["applied"] = applied.applied;
     d["moved"] = applied.moved;
     d["failed"] = applied.failed;
-    record_claims(app, tasks, plan, req.apply && !context.dry_run && !plan.changed,
-                  context.dry_run);
-    return finish(plan.changed);
+    if (app.mode == AppMode::kDetect)
+        app.claimed.clear();  // it holds no CPU: other applications may place tasks there
+    else
+        record_claims(app, tasks, plan, place && !plan.changed, context.dry_run);
+    // A detect application's plan differs from its placement at every pass: its interval grows
+    // as a settled application's does.
+    return finish(plan.changed && app.mode == AppMode::kMap);
 }
 
 }  // namespace cdsm::cdsmd

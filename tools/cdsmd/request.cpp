@@ -2,12 +2,16 @@
 #include "request.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <limits.h>
 
 #include <algorithm>
 #include <cdsm/matrix_io.hpp>
 #include <cstdint>
+#include <initializer_list>
 #include <string_view>
+
+#include "app_state.hpp"
 
 namespace cdsm::cdsmd {
 
@@ -21,6 +25,27 @@ constexpr std::string_view kCommands[] = {"ping",  "list",    "show",     "tasks
                                           "map",   "stats",   "topology", "set",   "reload"};
 constexpr std::string_view kWithApp[] = {"show", "tasks", "matrix",  "untrack",
                                          "age",  "reset", "release", "map"};
+// The fields each command reads besides "cmd"; any other is refused, so that a field a newer
+// client sends (one that may change what the command does) is never silently ignored.
+struct Fields {
+    std::string_view cmd;
+    std::initializer_list<std::string_view> fields;
+};
+const Fields kFields[] = {{"ping", {}},
+                          {"list", {}},
+                          {"show", {"app"}},
+                          {"tasks", {"app"}},
+                          {"matrix", {"app", "sparse"}},
+                          {"track", {"pid", "cgroup", "name", "mode"}},
+                          {"untrack", {"app"}},
+                          {"age", {"app"}},
+                          {"reset", {"app"}},
+                          {"release", {"app"}},
+                          {"map", {"app", "dry_run", "algorithm"}},
+                          {"stats", {}},
+                          {"topology", {}},
+                          {"set", {"params"}},
+                          {"reload", {}}};
 // Names and paths longer than this are no application's.
 constexpr std::size_t kMaxString = 4096;
 
@@ -62,6 +87,20 @@ void validate_request(const Json& r) {
                             fmt::format("unknown command '{}'",
                                         cmd.substr(0, std::min<std::size_t>(64, cmd.size()))));
     }
+    for (const Fields& f : kFields) {
+        if (f.cmd != cmd) continue;
+        for (const auto& [name, value] : r.items()) {
+            if (name == "cmd" ||
+                std::find(f.fields.begin(), f.fields.end(), name) != f.fields.end())
+                continue;
+            throw ProtocolError(
+                "EINVAL", fmt::format("'{}': unknown field \"{}\" (it takes {})", cmd,
+                                      name.substr(0, std::min<std::size_t>(64, name.size())),
+                                      f.fields.size() == 0
+                                          ? std::string("none")
+                                          : fmt::format("\"{}\"", fmt::join(f.fields, "\", \""))));
+        }
+    }
     check_bool(r, cmd, "dry_run");
     if (one_of(cmd, kWithApp)) {
         if (!r.contains("app")) throw ProtocolError("EINVAL", "missing \"app\"");
@@ -76,6 +115,13 @@ void validate_request(const Json& r) {
     if (cmd == "track") {
         check_string(r, cmd, "name");
         check_string(r, cmd, "cgroup");
+        if (r.contains("pid") && r.contains("cgroup")) {
+            throw ProtocolError("EINVAL", "'track': give \"pid\" or \"cgroup\", not both");
+        }
+        if (r.contains("mode") &&
+            !(r["mode"].is_string() && parse_mode(r["mode"].get_ref<const std::string&>()))) {
+            bad(cmd, "mode", "\"map\" or \"detect\"");
+        }
         if (r.contains("pid") && !(whole_at_most(r["pid"], INT_MAX) && r["pid"] != 0)) {
             bad(cmd, "pid", "a process id (a whole number from 1)");
         }

@@ -9,9 +9,10 @@
 namespace cdsm::cdsmd {
 
 /// Checks a parsed request (control::parse_line) before anything reads it: "cmd" is a known
-/// command, and each field that command reads has its type and range (docs/protocol.md);
-/// other fields are ignored. Throws ProtocolError("EINVAL") naming the field. After it, the
-/// handlers may read the fields with get<>() and value() without a type error.
+/// command, each field that command reads has its type and range (docs/protocol.md), and
+/// there is no other field (a newer client's field is refused, never silently ignored). Throws
+/// ProtocolError("EINVAL") naming the field. After it, the handlers may read the fields with
+/// get<>() and value() without a type error.
 void validate_request(const control::Json& request);
 
 /// The most matrix cells one answer carries: a dense matrix of 1024 tasks (a few MiB of JSON;

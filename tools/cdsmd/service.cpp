@@ -164,6 +164,7 @@ void Service::save_state() const {
                         {"name", app.name},
                         {"named", app.named},
                         {"cgroup", app.cgroup},
+                        {"mode", mode_name(app.mode)},
                         {"migrations", app.migrations},
                         {"bound", bound},
                         {"foreign", foreign},
@@ -254,6 +255,7 @@ AppState& Service::adopt(const cdsm_app_info& info, const std::string& name) {
         }
         app.migrations = j.value("migrations", 0ull);
         app.cgroup = j.value("cgroup", "");
+        app.mode = parse_mode(j.value("mode", "map")).value_or(AppMode::kMap);
         for (const auto& [tid, cpu] : j["bound"].items()) {
             app.tasks.try_emplace(std::stoi(tid)).first->second.bound_cpu =
                 cpu.get<std::uint32_t>();
