@@ -110,6 +110,8 @@ TEST(Online, ListShowsTheCgroupOfACgroupApplication) {
     step["kind"] = "cgroup";
     step["root_pid"] = 0;
     step["cgroup"] = "/system.slice/slurmstepd.scope/job_7/step_0";
+    step["mode"] = "detect";
+    step["slurm"] = {{"job_id", 7}, {"step", "0"}, {"user", "alice"}};
     FakeCdsmd daemon([&](const json& request) -> json {
         if (request.at("cmd") == "list") return {{"apps", {app_entry(), step}}};
         return solver_cdsmd(request);
@@ -122,6 +124,10 @@ TEST(Online, ListShowsTheCgroupOfACgroupApplication) {
     EXPECT_NE(rows[1].find(" 1000 "), std::string::npos) << rows[1];
     EXPECT_NE(rows[2].find(" /system.slice/slurmstepd.scope/job_7/step_0 "), std::string::npos)
         << rows[2];
+    // Its Slurm job and step, and its mode.
+    EXPECT_NE(rows[0].find(" JOB "), std::string::npos) << rows[0];
+    EXPECT_NE(rows[2].find(" 7.0 "), std::string::npos) << rows[2];
+    EXPECT_NE(rows[2].find(" detect "), std::string::npos) << rows[2];
 }
 
 TEST(Online, TasksShowRankCpuAndAffinity) {

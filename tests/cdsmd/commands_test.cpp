@@ -238,6 +238,14 @@ TEST_F(ControlTest, TrackInDetectModeIsShownAndAnUnknownModeIsRefused) {
     EXPECT_EQ(apps.size(), 3u);
 }
 
+TEST_F(ControlTest, ASlurmStepsApplicationCarriesItsJobStepAndUser) {
+    apps.at(1).cgroup = "/system.slice/slurmstepd.scope/job_7/step_batch/user";
+    const Json list = ask({{"cmd", "list"}})["apps"];
+    EXPECT_EQ(list[0]["slurm"], (Json{{"job_id", 7}, {"step", "batch"}, {"user", "root"}}));
+    EXPECT_EQ(list[1]["slurm"], nullptr);  // not tracked for a step's cgroup
+    EXPECT_EQ(ask({{"cmd", "show"}, {"app", 1}})["slurm"]["job_id"], 7);
+}
+
 TEST_F(ControlTest, TasksShowWhatCdsmdDoesWithEachTask) {
     cdsm_task_info placed{}, helper{}, gone{}, exited{};
     placed.index = 0, placed.tid = 500, placed.tgid = 500;

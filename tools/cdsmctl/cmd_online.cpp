@@ -34,6 +34,15 @@ void print_flat(const nlohmann::json& object, const std::string& prefix, Table& 
     }
 }
 
+// "J.S" of a Slurm step's application, "-" for others.
+std::string slurm_job(const nlohmann::json& app) {
+    if (!app.contains("slurm") || !app["slurm"].is_object()) return "-";
+    const auto& s = app["slurm"];
+    return fmt::format(
+        "{}.{}", cell(field(s, "job_id")),
+        s.contains("step") && s["step"].is_string() ? s["step"].get<std::string>() : "?");
+}
+
 }  // namespace
 
 nlohmann::json app_argument(const std::string& app) {
@@ -49,14 +58,14 @@ int list_apps(CdsmdClient& client, bool json, std::ostream& out) {
         print_json(out, reply);
         return 0;
     }
-    Table table({"ID", "NAME", "KIND", "MODE", "UID", "PID/CGROUP", "TASKS", "EVENTS", "COST",
-                 "BEST", "MIGR", "INTERVAL", "STATE"});
+    Table table({"ID", "NAME", "KIND", "MODE", "JOB", "UID", "PID/CGROUP", "TASKS", "EVENTS",
+                 "COST", "BEST", "MIGR", "INTERVAL", "STATE"});
     for (const auto& a : field(reply, "apps")) {
         const bool ended = field(a, "ended") == true;
         const bool by_cgroup = a.contains("cgroup") && a["cgroup"].is_string();
         table.add(
             {cell(field(a, "app_id")), cell(field(a, "name")), cell(field(a, "kind")),
-             a.contains("mode") ? cell(a["mode"]) : "-", cell(field(a, "uid")),
+             a.contains("mode") ? cell(a["mode"]) : "-", slurm_job(a), cell(field(a, "uid")),
              by_cgroup ? a["cgroup"].get<std::string>() : cell(field(a, "root_pid")),
              fmt::format("{}/{}", cell(field(a, "nr_live_tasks")), cell(field(a, "nr_tasks"))),
              cell(field(a, "events")), cell(field(a, "cost_current")), cell(field(a, "cost_best")),

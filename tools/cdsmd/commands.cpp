@@ -3,6 +3,7 @@
 #include "commands.hpp"
 
 #include <fmt/format.h>
+#include <pwd.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 
@@ -13,6 +14,7 @@
 #include <cstring>
 
 #include "request.hpp"
+#include "slurm_step.hpp"
 
 namespace cdsm::cdsmd {
 
@@ -25,6 +27,24 @@ constexpr int kProtocolVersion = 1;
 
 double seconds(const timeval& tv) {
     return double(tv.tv_sec) + double(tv.tv_usec) / 1e6;
+}
+
+// The name of user `uid`, or its number when it has none.
+std::string user_name(uid_t uid) {
+    passwd pw{}, *found = nullptr;
+    std::vector<char> buf(4096);
+    if (::getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) == 0 && found) return found->pw_name;
+    return std::to_string(uid);
+}
+
+// {"job_id", "step", "user"} of the Slurm step whose cgroup cdsmd tracked the application for,
+// else null.
+Json slurm_json(const AppState& app) {
+    const auto step = slurm_step(app.cgroup);
+    if (!step) return nullptr;
+    return {{"job_id", step->job_id},
+            {"step", step->step},
+            {"user", app.info.uid == kNoOwner ? Json(nullptr) : Json(user_name(app.info.uid))}};
 }
 
 }  // namespace
@@ -59,6 +79,7 @@ Json Commands::app_json(const AppState& app) const {
             {"uid", i.uid == kNoOwner ? Json(nullptr) : Json(i.uid)},
             {"root_pid", i.root_pid},
             {"cgroup", app.cgroup.empty() ? Json(nullptr) : Json(app.cgroup)},
+            {"slurm", slurm_json(app)},
             {"nr_tasks", i.nr_tasks},
             {"nr_live_tasks", i.nr_live_tasks},
             {"ended", (i.flags & CDSM_APP_ENDED) != 0 || app.ended_at.has_value()},
