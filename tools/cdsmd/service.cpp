@@ -20,6 +20,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "atomic_file.hpp"
 #include "capabilities.hpp"
 
 namespace cdsm::cdsmd {
@@ -171,7 +172,6 @@ void Service::save_state() const {
                         {"history", Json(app.history)}});
     }
     const std::filesystem::path path(config_.state_file);
-    const std::filesystem::path tmp = path.string() + ".tmp";
     try {
         // Its directory may also hold the socket, which users must reach: 0755 when created.
         const auto dir = path.parent_path();
@@ -185,18 +185,8 @@ void Service::save_state() const {
                                       {"untracked_cgroups", untracked_cgroups_}}
                                      .dump() +
                                  "\n";
-        // Private whatever the umask: it names every user's applications. fchmod also fixes a
-        // temporary file left with another mode.
-        Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600));
-        if (!fd || ::fchmod(fd.get(), 0600) < 0) throw_errno("open " + tmp.string());
-        for (std::size_t done = 0; done < text.size();) {
-            const ssize_t n = ::write(fd.get(), text.data() + done, text.size() - done);
-            if (n < 0 && errno == EINTR) continue;
-            if (n < 0) throw_errno("write " + tmp.string());
-            done += std::size_t(n);
-        }
-        fd.reset();
-        std::filesystem::rename(tmp, path);
+        // Private whatever the umask: it names every user's applications.
+        write_file_atomically(path, text, 0600);
     } catch (const std::exception& e) {
         spdlog::warn("cannot save state to {}: {}", path.string(), e.what());
     }
