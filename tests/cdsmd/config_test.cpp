@@ -44,6 +44,8 @@ TEST(Config, TheShippedExampleParsesAndEqualsTheDefaults) {
     EXPECT_EQ(c.min_events, d.min_events);
     EXPECT_EQ(c.kernel, d.kernel);
     EXPECT_EQ(c.admin_group, d.admin_group);
+    EXPECT_EQ(c.metrics.textfile_dir, d.metrics.textfile_dir);
+    EXPECT_EQ(c.metrics.period_ms, d.metrics.period_ms);
 }
 
 TEST(Config, EverySectionIsRead) {
@@ -133,6 +135,30 @@ TEST(Config, ValuesOutOfRangeAreRefused) {
               "test.toml: mapping.interval_min_ms must be at least 1 and at most interval_max_ms");
     EXPECT_NE(error_of("[mapping.costs]\nmachine = 1\n").find("mapping.costs"), std::string::npos);
     EXPECT_NE(error_of("[daemon]\nlog_level = \"loud\"\n").find("loud"), std::string::npos);
+}
+
+TEST(Config, Metrics) {
+    const Config off = parse_config("", "t");
+    EXPECT_EQ(off.metrics.textfile_dir, "");  // off unless asked for
+    EXPECT_EQ(off.metrics.period_ms, 15000u);
+    const Config on = parse_config(
+        "[metrics]\ntextfile_dir = \"/var/lib/prometheus/node-exporter\"\nperiod_ms = 5000\n", "t");
+    EXPECT_EQ(on.metrics.textfile_dir, "/var/lib/prometheus/node-exporter");
+    EXPECT_EQ(on.metrics.period_ms, 5000u);
+    EXPECT_EQ(error_of("[metrics]\ntextfile_dir = \"node-exporter\"\n"),
+              "test.toml: metrics.textfile_dir 'node-exporter' must be an absolute path (the node "
+              "exporter's --collector.textfile.directory)");
+    for (const char* period : {"999", "3600001", "0"}) {
+        EXPECT_EQ(error_of(fmt::format("[metrics]\nperiod_ms = {}\n", period)),
+                  "test.toml: metrics.period_ms must be from 1000 to 3600000 (1 s to 1 h)");
+    }
+    EXPECT_EQ(error_of("[metrics]\nperiod_ms = \"15s\"\n"),
+              "test.toml:2: metrics.period_ms must be a whole number from 0 to 4294967295");
+    EXPECT_EQ(error_of("[metrics]\ntextfile_dir = 1\n"),
+              "test.toml:2: metrics.textfile_dir must be a string");
+    EXPECT_EQ(error_of("[metrics]\ndirectory = \"/x\"\n"),
+              "test.toml:2: unknown key metrics.directory");
+    EXPECT_EQ(error_of("metrics = 1\n"), "test.toml:1: metrics must be a table");
 }
 
 TEST(Config, MissingFiles) {

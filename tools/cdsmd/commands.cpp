@@ -29,14 +29,6 @@ double seconds(const timeval& tv) {
     return double(tv.tv_sec) + double(tv.tv_usec) / 1e6;
 }
 
-// The name of user `uid`, or its number when it has none.
-std::string user_name(uid_t uid) {
-    passwd pw{}, *found = nullptr;
-    std::vector<char> buf(4096);
-    if (::getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) == 0 && found) return found->pw_name;
-    return std::to_string(uid);
-}
-
 // {"job_id", "step", "user"} of the Slurm step whose cgroup cdsmd tracked the application for,
 // else null.
 Json slurm_json(const AppState& app) {
@@ -48,6 +40,13 @@ Json slurm_json(const AppState& app) {
 }
 
 }  // namespace
+
+std::string user_name(uid_t uid) {
+    passwd pw{}, *found = nullptr;
+    std::vector<char> buf(4096);
+    if (::getpwuid_r(uid, &pw, buf.data(), buf.size(), &found) == 0 && found) return found->pw_name;
+    return std::to_string(uid);
+}
 
 AppState& Commands::find_app(const Json& request, const Peer& peer) {
     const Json& a = request["app"];  // a string or a whole number (validate_request)

@@ -29,6 +29,9 @@ struct ServiceCounters {
     std::uint64_t migrations = 0;  ///< tasks moved
 };
 
+/// The name of user `uid`, or its number when it has none (the "slurm" JSON field, metrics).
+std::string user_name(uid_t uid);
+
 /// What the commands read and change of cdsmd, and the daemon's operations they call.
 struct CommandContext {
     std::map<std::uint32_t, AppState>& apps;

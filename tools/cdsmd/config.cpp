@@ -199,6 +199,22 @@ void read_kernel(TableReader& t, Config& c) {
     t.reject_unknown();
 }
 
+void read_metrics(TableReader& t, MetricsConfig& m, std::string_view source) {
+    t.get("textfile_dir", m.textfile_dir);
+    t.get("period_ms", m.period_ms);
+    t.reject_unknown();
+    const std::string where(source);
+    if (!m.textfile_dir.empty() && m.textfile_dir.front() != '/') {
+        throw Error(where, fmt::format("metrics.textfile_dir '{}' must be an absolute path (the "
+                                       "node exporter's --collector.textfile.directory)",
+                                       m.textfile_dir));
+    }
+    if (m.period_ms < MetricsConfig::kPeriodMinMs || m.period_ms > MetricsConfig::kPeriodMaxMs) {
+        throw Error(where, fmt::format("metrics.period_ms must be from {} to {} (1 s to 1 h)",
+                                       MetricsConfig::kPeriodMinMs, MetricsConfig::kPeriodMaxMs));
+    }
+}
+
 }  // namespace
 
 namespace {
@@ -255,6 +271,10 @@ Config parse_config(std::string_view text, std::string_view source) {
     if (const toml::table* t = top.subtable("kernel")) {
         TableReader r(*t, source, "kernel.");
         read_kernel(r, c);
+    }
+    if (const toml::table* t = top.subtable("metrics")) {
+        TableReader r(*t, source, "metrics.");
+        read_metrics(r, c.metrics, source);
     }
     // [[track]] is an array of tables.
     if (const toml::node* rules = root.get("track")) {

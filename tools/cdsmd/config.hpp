@@ -42,6 +42,16 @@ struct TrackRule {
     }
 };
 
+/// [metrics]: the Prometheus text file cdsmd writes for the node exporter's textfile collector
+/// (metrics.hpp). Off unless textfile_dir is set: the file names every user's applications, and
+/// the node exporter serves it to whoever can reach its port.
+struct MetricsConfig {
+    static constexpr std::uint32_t kPeriodMinMs = 1000;
+    static constexpr std::uint32_t kPeriodMaxMs = 3600000;
+    std::string textfile_dir;  ///< absolute; empty: no metrics
+    std::uint32_t period_ms = 15000;
+};
+
 /// Everything cdsmd reads from its TOML file (see cdsmd.toml.example for the meaning of each key).
 struct Config {
     std::string device = "/dev/cdsm";
@@ -79,6 +89,7 @@ struct Config {
     /// outweigh the new phase's for as long as the old one lasted).
     std::map<std::string, std::uint32_t> kernel = {{"age_period_ms", 1000}};
     std::vector<TrackRule> rules;
+    MetricsConfig metrics;
 };
 
 /// Parses a configuration. Throws cdsm::Error naming `source`, the line and the problem

@@ -139,6 +139,7 @@ void Service::reload_config() {
         }
         for (auto& [id, app] : apps_) app.interval.reconfigure(config_.interval);
         apply_kernel_params();
+        metrics_.reconfigure(config_.metrics);
         rejected_pids_.clear();
         if (server_) server_->set_limits(server_limits(config_));
         spdlog::info("configuration reloaded from {}", options_.config_path.string());
@@ -496,7 +497,7 @@ void Service::scan_rules() {
 // ---- the loop -------------------------------------------------------------------------------
 
 Clock::time_point Service::next_wakeup() const {
-    Clock::time_point t = next_scan_;
+    Clock::time_point t = std::min(next_scan_, metrics_.due());
     const auto release_after = std::chrono::milliseconds(config_.release_ended_after_ms);
     for (const auto& [id, app] : apps_) {
         t = std::min(t, app.ended_at ? *app.ended_at + release_after : app.due);
@@ -583,9 +584,12 @@ int Service::run() {
             resync();  // a safety net: the events are the fast path
         }
         release_ended();
+        metrics_.tick(Clock::now(),
+                      [this] { return gather_metrics(apps_, counters_, kernel_.counters()); });
         server_->expire();
     }
     ::sd_notify(0, "STOPPING=1");
+    metrics_.remove();
     save_state();
     return 0;
 }

@@ -20,6 +20,7 @@
 #include "commands.hpp"
 #include "config.hpp"
 #include "interval.hpp"
+#include "metrics.hpp"
 #include "pass.hpp"
 #include "planner.hpp"
 #include "policy.hpp"
@@ -110,6 +111,7 @@ class Service {
     std::set<std::string> untracked_cgroups_;
     Clock::time_point next_scan_;
     ServiceCounters counters_;
+    MetricsWriter metrics_{config_.metrics};
     bool stop_ = false;
     bool reload_ = false;
     std::function<void()> on_ready_;
