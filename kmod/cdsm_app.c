@@ -67,13 +67,16 @@
  * @chunks:		@max_tasks / CDSM_TASK_CHUNK pointers to task records.
  * @spare_chunk:	a chunk kept ready for atomic context, refilled by the worker.
  * @comm:		command name of the first task, as its @comm.
- * @mutex:		protects @matrix and @events (cdsm_app_matrix_lock()).
- * @matrix:		communication events, @matrix.dim >= @nr_tasks after the worker grew it.
+ * @mutex:		protects @matrix, @whole and @events (cdsm_app_matrix_lock()).
+ * @matrix:		communication events, aged (CDSM_MATRIX_AGED), @matrix.dim >=
+ *			@nr_tasks after the worker grew it.
+ * @whole:		the same events, never aged (CDSM_MATRIX_WHOLE): the whole
+ *			run since tracking began or the last reset; @whole.dim == @matrix.dim.
  * @events:		communication events counted.
  * @rearm_pages:	pages re-armed (re-arming, through cdsm_app_add_rearmed()).
  * @homes:		the home of each shared file, used by the worker only;
  *			@homes.files is NULL until the worker allocated it.
- * @kmem_bytes:		memory of chunks, matrix and @homes.
+ * @kmem_bytes:		memory of chunks, both matrices and @homes.
  */
 struct cdsm_app {
 	struct kref ref;
@@ -96,6 +99,7 @@ struct cdsm_app {
 	char comm[TASK_COMM_LEN];
 	struct mutex mutex;
 	struct cdsm_matrix matrix;
+	struct cdsm_matrix whole;
 	u64 events;
 	u64 rearm_pages;
 	struct cdsm_homes homes;
@@ -694,6 +698,7 @@ static void cdsm_app_free(struct kref *ref)
 	kfree(app->chunks);
 	kfree(app->spare_chunk);
 	kvfree(app->matrix.cells);
+	kvfree(app->whole.cells);
 	kvfree(app->homes.files);
 	if (app->cgrp)
 		cgroup_put(app->cgrp);
@@ -958,22 +963,22 @@ static void *cdsm_app_zalloc(struct cdsm_app *app, size_t size)
 }
 
 /**
- * cdsm_app_grow() - grow an application's matrix for the tasks that joined
+ * cdsm_app_grow() - grow an application's matrices for the tasks that joined
  * (up to max_tasks), before the records that need the new rows are applied;
  * allocate its table of file homes the first time.
  * @app:	the application.
  *
  * Context: cdsm_apps_lock() held (the worker); allocates with GFP_KERNEL,
  * charged to the memory cgroup of the application's first task; takes the
- * matrix lock. A failure is counted and leaves the matrix as it was (or the
- * application without homes: all pairs count in its shared files).
+ * matrix lock. A failure is counted and leaves both matrices as they were (or
+ * the application without homes: all pairs count in its shared files).
  */
 void cdsm_app_grow(struct cdsm_app *app)
 {
 	u32 nr_tasks = READ_ONCE(app->nr_tasks);
-	struct cdsm_matrix m;
+	struct cdsm_matrix m, w;
+	u32 *old, *old_whole;
 	void *homes;
-	u32 *old;
 
 	if (!app->homes.files && nr_tasks) {
 		homes = cdsm_app_zalloc(app, cdsm_homes_mem_sz(CDSM_HOMES_LOG2));
@@ -985,18 +990,27 @@ void cdsm_app_grow(struct cdsm_app *app)
 	if (nr_tasks <= app->matrix.dim || app->matrix.dim >= app->max_tasks)
 		return;
 	m.dim = cdsm_matrix_dim_for(nr_tasks, CDSM_MIN_MATRIX_DIM, app->max_tasks);
+	w.dim = m.dim;
 	m.cells = cdsm_app_zalloc(app, cdsm_matrix_mem_sz(m.dim));
-	if (!m.cells)
+	w.cells = m.cells ? cdsm_app_zalloc(app, cdsm_matrix_mem_sz(w.dim)) : NULL;
+	if (!w.cells) {
+		kvfree(m.cells);
 		return;
+	}
 	mutex_lock(&app->mutex);
 	old = app->matrix.cells;
-	if (old)
+	old_whole = app->whole.cells;
+	if (old) {
 		cdsm_matrix_copy(&m, &app->matrix);
-	atomic64_add(cdsm_matrix_mem_sz(m.dim) - cdsm_matrix_mem_sz(app->matrix.dim),
+		cdsm_matrix_copy(&w, &app->whole);
+	}
+	atomic64_add(2 * (cdsm_matrix_mem_sz(m.dim) - cdsm_matrix_mem_sz(app->matrix.dim)),
 		     &app->kmem_bytes);
 	app->matrix = m;
+	app->whole = w;
 	mutex_unlock(&app->mutex);
 	kvfree(old);
+	kvfree(old_whole);
 }
 
 /**
@@ -1026,7 +1040,8 @@ void cdsm_app_matrix_unlock(struct cdsm_app *app)
 }
 
 /**
- * cdsm_app_count() - count one communication event between two tasks.
+ * cdsm_app_count() - count one communication event between two tasks, in the
+ * aged matrix and in the whole-run matrix.
  * @app:	the application.
  * @a:		a task index.
  * @b:		another task index.
@@ -1039,6 +1054,8 @@ bool cdsm_app_count(struct cdsm_app *app, u32 a, u32 b)
 {
 	if (!cdsm_matrix_add_pair(&app->matrix, a, b))
 		return false;
+	/* Same dimension, grown together: cannot fail where the first did not. */
+	cdsm_matrix_add_pair(&app->whole, a, b);
 	app->events++;
 	return true;
 }
@@ -1260,8 +1277,9 @@ u32 cdsm_app_snapshot_tasks(struct cdsm_app *app, struct cdsm_task_info *infos, 
 }
 
 /**
- * cdsm_app_snapshot_matrix() - a copy of an application's matrix.
+ * cdsm_app_snapshot_matrix() - a copy of one of an application's matrices.
  * @app:	the application.
+ * @whole:	the whole-run matrix instead of the aged one.
  * @cells:	@dim * @dim zeroed cells, row-major.
  * @dim:	tasks to copy (rows beyond the matrix stay zero).
  * @events:	out: events counted.
@@ -1269,15 +1287,16 @@ u32 cdsm_app_snapshot_tasks(struct cdsm_app *app, struct cdsm_task_info *infos, 
  *
  * Context: process context; takes the matrix lock (sleeps).
  */
-void cdsm_app_snapshot_matrix(struct cdsm_app *app, u32 *cells, u32 dim, u64 *events,
-			      u64 *snapshot_ns)
+void cdsm_app_snapshot_matrix(struct cdsm_app *app, bool whole, u32 *cells, u32 dim,
+			      u64 *events, u64 *snapshot_ns)
 {
+	const struct cdsm_matrix *m = whole ? &app->whole : &app->matrix;
 	u32 rows, i;
 
 	mutex_lock(&app->mutex);
-	rows = min(dim, app->matrix.dim);
+	rows = min(dim, m->dim);
 	for (i = 0; i < rows; i++)
-		memcpy(cells + (size_t)i * dim, app->matrix.cells + (size_t)i * app->matrix.dim,
+		memcpy(cells + (size_t)i * dim, m->cells + (size_t)i * m->dim,
 		       rows * sizeof(u32));
 	*events = app->events;
 	*snapshot_ns = ktime_get_boottime_ns();
@@ -1285,7 +1304,8 @@ void cdsm_app_snapshot_matrix(struct cdsm_app *app, u32 *cells, u32 dim, u64 *ev
 }
 
 /**
- * cdsm_app_age() - age an application's matrix (cdsm_matrix_age()).
+ * cdsm_app_age() - age an application's matrix (cdsm_matrix_age()); the
+ * whole-run matrix is never aged.
  * @app:	the application.
  *
  * Context: process context; takes the matrix lock (sleeps).
@@ -1298,7 +1318,7 @@ void cdsm_app_age(struct cdsm_app *app)
 }
 
 /**
- * cdsm_app_reset() - clear an application's matrix and event count.
+ * cdsm_app_reset() - clear an application's matrices and event count.
  * @app:	the application.
  *
  * Context: process context; takes the matrix lock (sleeps).
@@ -1306,8 +1326,10 @@ void cdsm_app_age(struct cdsm_app *app)
 void cdsm_app_reset(struct cdsm_app *app)
 {
 	mutex_lock(&app->mutex);
-	if (app->matrix.cells)
+	if (app->matrix.cells) {
 		memset(app->matrix.cells, 0, cdsm_matrix_mem_sz(app->matrix.dim));
+		memset(app->whole.cells, 0, cdsm_matrix_mem_sz(app->whole.dim));
+	}
 	app->events = 0;
 	mutex_unlock(&app->mutex);
 }

@@ -153,8 +153,8 @@ u32 cdsm_apps_list(struct cdsm_app_info *infos, kuid_t euid, bool admin,
 void cdsm_apps_count(u64 *apps, u64 *tasks, u64 *kmem_bytes);
 u32 cdsm_app_snapshot_tasks(struct cdsm_app *app, struct cdsm_task_info *infos, u32 n,
 			    u32 capacity);
-void cdsm_app_snapshot_matrix(struct cdsm_app *app, u32 *cells, u32 dim, u64 *events,
-			      u64 *snapshot_ns);
+void cdsm_app_snapshot_matrix(struct cdsm_app *app, bool whole, u32 *cells, u32 dim,
+			      u64 *events, u64 *snapshot_ns);
 void cdsm_app_age(struct cdsm_app *app);
 void cdsm_app_reset(struct cdsm_app *app);
 int cdsm_app_untrack(struct cdsm_app *app, bool remember);

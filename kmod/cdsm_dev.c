@@ -39,32 +39,43 @@
 #include "cdsm_worker.h"
 
 /*
- * Copies in an argument of @ksize bytes; returns the caller's size or an
- * error. A caller's size above CDSM_ARG_MAX is refused before its tail is
- * scanned for non-zero bytes.
+ * Copies in an argument of @ksize bytes whose first version had @min_size
+ * bytes; returns the caller's size or an error. A caller's size above
+ * CDSM_ARG_MAX is refused before its tail is scanned for non-zero bytes. A
+ * caller of an older version (at least @min_size) gets the fields it lacks
+ * zeroed, and its size is kept in the argument's size field, so that
+ * cdsm_arg_out() copies back only the bytes it has.
  */
-static long cdsm_arg_in(void *karg, size_t ksize, void __user *uarg)
+static long cdsm_arg_in_sized(void *karg, size_t ksize, size_t min_size, void __user *uarg)
 {
 	u32 usize;
 	int err;
 
 	if (get_user(usize, (u32 __user *)uarg))
 		return -EFAULT;
-	/* Only one version of each argument exists so far: it is the minimum. */
-	if (usize < ksize)
+	if (usize < min_size)
 		return -EINVAL;
 	if (usize > CDSM_ARG_MAX)
 		return -E2BIG;
 	err = copy_struct_from_user(karg, ksize, uarg, usize);
 	if (err)
 		return err;
-	*(u32 *)karg = ksize;
+	*(u32 *)karg = min_t(size_t, usize, ksize);
 	return usize;
 }
 
+/* An argument that has had one version so far: it is the minimum. */
+static long cdsm_arg_in(void *karg, size_t ksize, void __user *uarg)
+{
+	return cdsm_arg_in_sized(karg, ksize, ksize, uarg);
+}
+
+/* Copies back the argument: as many bytes as its size field (the caller's version) says. */
 static long cdsm_arg_out(void __user *uarg, const void *karg, size_t ksize)
 {
-	return copy_to_user(uarg, karg, ksize) ? -EFAULT : 0;
+	size_t n = min_t(size_t, *(const u32 *)karg, ksize);
+
+	return copy_to_user(uarg, karg, n) ? -EFAULT : 0;
 }
 
 /*
@@ -173,7 +184,12 @@ static long cdsm_ioc_get_matrix(struct file *file, unsigned int nr, void __user 
 	u32 *cells = NULL, dim;
 	long err;
 
-	app = cdsm_arg_in_readable(file, &a, sizeof(a), uarg, &a.app_id);
+	err = cdsm_arg_in_sized(&a, sizeof(a), CDSM_GET_MATRIX_SIZE_V1, uarg);
+	if (err < 0)
+		return err;
+	if (a.view > CDSM_MATRIX_WHOLE || a.pad)
+		return -EINVAL;
+	app = cdsm_get_readable(file, a.app_id);
 	if (IS_ERR(app))
 		return PTR_ERR(app);
 	/* At most max_tasks (<= CDSM_MAX_TASKS): at most 256 MiB, charged to the reader. */
@@ -191,7 +207,8 @@ static long cdsm_ioc_get_matrix(struct file *file, unsigned int nr, void __user 
 			goto out;
 		}
 	}
-	cdsm_app_snapshot_matrix(app, cells, dim, &a.events, &a.snapshot_ns);
+	cdsm_app_snapshot_matrix(app, a.view == CDSM_MATRIX_WHOLE, cells, dim, &a.events,
+				 &a.snapshot_ns);
 	a.dim = dim;
 	err = cdsm_arg_out_array(uarg, &a, sizeof(a), a.cells_ptr, cells, cdsm_matrix_mem_sz(dim));
 out:

@@ -83,7 +83,17 @@ std::vector<cdsm_task_info> Device::tasks(std::uint32_t app_id) const {
     }
 }
 
-MatrixSnapshot Device::matrix(std::uint32_t app_id) const {
+std::string_view to_string(MatrixView view) {
+    return view == MatrixView::whole ? "whole" : "aged";
+}
+
+MatrixView parse_matrix_view(std::string_view text) {
+    if (text == "aged") return MatrixView::aged;
+    if (text == "whole") return MatrixView::whole;
+    throw Error(fmt::format("unknown matrix view '{}' (aged or whole)", text));
+}
+
+MatrixSnapshot Device::matrix(std::uint32_t app_id, MatrixView view) const {
     std::vector<std::uint32_t> cells;
     std::uint32_t capacity = 64;
     for (;;) {
@@ -92,6 +102,7 @@ MatrixSnapshot Device::matrix(std::uint32_t app_id) const {
         a.app_id = app_id;
         a.capacity = capacity;
         a.cells_ptr = user_ptr(cells.data());
+        a.view = static_cast<std::uint32_t>(view);
         if (::ioctl(fd_.get(), CDSM_IOC_GET_MATRIX, &a) == 0) {
             // The module's matrix is symmetric: its upper triangle says it all.
             MatrixSnapshot m{CommMatrix(a.dim), a.events, a.snapshot_ns};
@@ -101,6 +112,10 @@ MatrixSnapshot Device::matrix(std::uint32_t app_id) const {
                 }
             }
             return m;
+        }
+        if (errno == E2BIG && view == MatrixView::whole) {
+            throw_errno(app_call("CDSM_IOC_GET_MATRIX", app_id) +
+                        " (the loaded cdsm.ko has no whole-run matrix: load this version's)");
         }
         if (errno != ENOSPC || a.dim <= capacity) {
             throw_errno(app_call("CDSM_IOC_GET_MATRIX", app_id));

@@ -393,6 +393,8 @@ static int write_report(uid_t uid, gid_t gid, gid_t *gids, int ngids, uint32_t j
 {
 	char request[96], label[48], prefix[64], name[96], matrix[96], png[96];
 	static const char *const what[] = { "matrix", "show", "tasks" };
+	/* The step's whole run, not the aged matrix cdsmd maps by. */
+	static const char *const extra[] = { ",\"view\":\"whole\"", "", "" };
 	static const char *const file[] = { "matrix.json", "placements.json", "tasks.json" };
 	int dir, failed = 0;
 
@@ -407,12 +409,12 @@ static int write_report(uid_t uid, gid_t gid, gid_t *gids, int ngids, uint32_t j
 	snprintf(prefix, sizeof(prefix), "cdsm-%s", label);
 	/*
 	 * First what cdsmd knows, as it answers (the ended application is released after
-	 * mapping.release_ended_after_ms): the matrix, then placements, costs and migrations
+	 * mapping.release_ended_after_ms): the whole-run matrix, then placements, costs and migrations
 	 * ("show"), and the tasks. Then, offline from the saved matrix, its CSV and heatmap.
 	 */
 	for (int i = 0; i < 3; i++) {
-		snprintf(request, sizeof(request), "{\"cmd\":\"%s\",\"app\":%ld}\n", what[i],
-			 app_id);
+		snprintf(request, sizeof(request), "{\"cmd\":\"%s\",\"app\":%ld%s}\n", what[i],
+			 app_id, extra[i]);
 		snprintf(name, sizeof(name), "%s-%s", prefix, file[i]);
 		failed |= cdsmd_to_file(request, dir, name) < 0;
 	}

@@ -21,6 +21,19 @@ namespace cdsm::kernel {
 /// Default path of the module's character device.
 inline constexpr std::string_view kDevicePath = "/dev/cdsm";
 
+/// Which of an application's two matrices to read (enum cdsm_matrix_view).
+enum class MatrixView : std::uint32_t {
+    /// What the mapper follows: aged by a quarter every age_ms and after each migration.
+    aged = CDSM_MATRIX_AGED,
+    /// The same events, never aged: the whole run since tracking began (or a reset).
+    whole = CDSM_MATRIX_WHOLE,
+};
+
+/// "aged" or "whole".
+std::string_view to_string(MatrixView view);
+/// Parses "aged" or "whole"; throws Error naming the accepted values otherwise.
+MatrixView parse_matrix_view(std::string_view text);
+
 /// One application's communication matrix as the module had it at snapshot_ns
 /// (CDSM_IOC_GET_MATRIX). Rows and columns are the module's task indices
 /// (cdsm_task_info::index), including tasks that have exited.
@@ -43,7 +56,9 @@ class Device {
 
     std::vector<cdsm_app_info> list_apps() const;
     std::vector<cdsm_task_info> tasks(std::uint32_t app_id) const;
-    MatrixSnapshot matrix(std::uint32_t app_id) const;
+    /// CDSM_IOC_GET_MATRIX. A module built before the whole-run view refuses `whole` with
+    /// E2BIG; the error then says so.
+    MatrixSnapshot matrix(std::uint32_t app_id, MatrixView view = MatrixView::aged) const;
 
     void age(std::uint32_t app_id) const;
     void reset(std::uint32_t app_id) const;

@@ -112,6 +112,7 @@ TEST(Errors, UsageErrorsExitWithTwo) {
     expect_error(cdsmctl({"show"}), 2, {"APP or --matrix"});
     expect_error(cdsmctl({"show", "x", "--format", "xml"}), 2, {"xml"});
     expect_error(cdsmctl({"show", "--matrix", "m.csv", "--by", "rank"}), 2, {"rank"});
+    expect_error(cdsmctl({"show", "--matrix", "m.csv", "--view", "aged"}), 2, {"--view"});
     expect_error(cdsmctl({"tasks"}), 2, {"APP"});
     expect_error(cdsmctl({"track"}), 2, {"--pid"});
     expect_error(cdsmctl({"track", "--pid", "1", "--cgroup", "/x"}), 2, {"--cgroup"});

@@ -151,7 +151,8 @@ TEST(Online, ShowByRankReordersRowsAndColumns) {
     FakeCdsmd daemon(solver_cdsmd);
     const Result r = ask(daemon, {"show", "7", "--by", "rank", "--format", "json"});
     ASSERT_EQ(r.status, 0) << r.err;
-    EXPECT_EQ(daemon.requests().back(), json({{"cmd", "matrix"}, {"app", 7}}));
+    // The whole run unless --view aged.
+    EXPECT_EQ(daemon.requests().back(), json({{"cmd", "matrix"}, {"app", 7}, {"view", "whole"}}));
     const auto shown = json::parse(r.out);
     EXPECT_EQ(shown.at("labels"), (std::vector<std::string>{"0", "1", "2", "3"}));
     // Ranks 0..3 are rows 1, 3, 0, 2 of cdsmd's matrix.
@@ -162,6 +163,29 @@ TEST(Online, ShowByRankReordersRowsAndColumns) {
             EXPECT_EQ(shown.at("matrix")[a][b], cells[row_of_rank[a]][row_of_rank[b]]);
     EXPECT_EQ(shown.at("tasks"), (std::vector<int>{1003, 1005, 1002, 1004}));
     EXPECT_EQ(shown.at("task_info")[0].at("rank"), 0);
+    // This cdsmd sent no "view": one that old had the aged matrix only, and the output says so.
+    EXPECT_EQ(shown.at("view"), "aged");
+    EXPECT_EQ(shown.at("title"), "application 7, aged");
+}
+
+TEST(Online, ShowAsksForTheViewAndSaysWhichItShows) {
+    FakeCdsmd daemon([](const json& request) {
+        json reply = matrix_reply();
+        reply["view"] = request.value("view", "aged");
+        return request.at("cmd") == "matrix" ? reply : refusal("no", "EINVAL");
+    });
+    const Result whole = ask(daemon, {"show", "7", "--format", "json"});
+    ASSERT_EQ(whole.status, 0) << whole.err;
+    EXPECT_EQ(json::parse(whole.out).at("view"), "whole");
+    EXPECT_EQ(json::parse(whole.out).at("title"), "application 7, whole run");
+    const Result aged = ask(daemon, {"show", "7", "--view", "aged", "--format", "json"});
+    ASSERT_EQ(aged.status, 0) << aged.err;
+    EXPECT_EQ(daemon.requests().back(), json({{"cmd", "matrix"}, {"app", 7}, {"view", "aged"}}));
+    EXPECT_EQ(json::parse(aged.out).at("view"), "aged");
+    EXPECT_EQ(json::parse(aged.out).at("title"), "application 7, aged");
+    const Result bad = ask(daemon, {"show", "7", "--view", "recent"});
+    EXPECT_EQ(bad.status, 2);
+    EXPECT_NE(bad.err.find("recent"), std::string::npos) << bad.err;
 }
 
 TEST(Online, ShowHeatmapOfAnApplication) {

@@ -32,11 +32,12 @@ cdsm_app_info app_info(std::uint32_t id, uid_t uid, const char* comm, pid_t root
 class FakeKernel final : public Kernel {
   public:
     std::vector<cdsm_task_info> tasks(std::uint32_t) override { return task_list; }
-    kernel::MatrixSnapshot matrix(std::uint32_t) override {
+    // The aged matrix has 5 events left of the whole run's 9.
+    kernel::MatrixSnapshot matrix(std::uint32_t, kernel::MatrixView view) override {
         kernel::MatrixSnapshot m;
         m.matrix = CommMatrix(2);
-        m.matrix.set(0, 1, 5);
-        m.events = 5;
+        m.matrix.set(0, 1, view == kernel::MatrixView::whole ? 9 : 5);
+        m.events = 9;
         return m;
     }
     void age(std::uint32_t id) override { calls.push_back("age " + std::to_string(id)); }
@@ -272,7 +273,12 @@ TEST_F(ControlTest, TasksShowWhatCdsmdDoesWithEachTask) {
     }
     const Json m = ask({{"cmd", "matrix"}, {"app", 1}});
     EXPECT_EQ(m["cells"], Json::parse("[[0,5],[5,0]]"));
+    EXPECT_EQ(m["view"], "aged");
     EXPECT_EQ(m["tasks"], tasks);
+    const Json whole = ask({{"cmd", "matrix"}, {"app", 1}, {"view", "whole"}});
+    EXPECT_EQ(whole["cells"], Json::parse("[[0,9],[9,0]]"));
+    EXPECT_EQ(whole["view"], "whole");
+    EXPECT_EQ(ask({{"cmd", "matrix"}, {"app", 1}, {"view", "aged"}})["cells"], m["cells"]);
 }
 
 TEST_F(ControlTest, MapSetReloadStatsAndTopology) {

@@ -59,7 +59,11 @@ class RecordedSystem final : public KernelSource, public ProcSource, public Appl
 
     // KernelSource
     std::vector<cdsm_task_info> tasks(std::uint32_t) override { return tasks_; }
-    kernel::MatrixSnapshot matrix(std::uint32_t) override { return matrix_; }
+    // The recording is of the aged matrix, the one a pass must read.
+    kernel::MatrixSnapshot matrix(std::uint32_t, kernel::MatrixView view) override {
+        EXPECT_EQ(view, kernel::MatrixView::aged);
+        return matrix_;
+    }
     void age(std::uint32_t) override { ++aged; }
 
     // ProcSource

@@ -78,6 +78,11 @@ TEST(Request, EveryFieldReadHasItsType) {
               "EINVAL: 'set': parameter 'max_tasks' must be a whole number from 0 to 4294967295");
     EXPECT_EQ(code_of(R"({"cmd":"matrix","app":1,"sparse":1})"),
               R"(EINVAL: 'matrix': "sparse" must be true or false)");
+    EXPECT_EQ(code_of(R"({"cmd":"matrix","app":1,"view":"whole"})"), "ok");
+    EXPECT_EQ(code_of(R"({"cmd":"matrix","app":1,"view":"all"})"),
+              R"(EINVAL: 'matrix': "view" must be "aged" or "whole")");
+    EXPECT_EQ(code_of(R"({"cmd":"matrix","app":1,"view":1})"),
+              R"(EINVAL: 'matrix': "view" must be "aged" or "whole")");
     for (const char* mode : {R"("off")", R"("Detect")", R"("")", "1", "null"}) {
         EXPECT_EQ(code_of(std::string(R"({"cmd":"track","pid":42,"mode":)") + mode + "}"),
                   R"(EINVAL: 'track': "mode" must be "map" or "detect")")

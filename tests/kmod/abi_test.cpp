@@ -32,7 +32,10 @@ static_assert(sizeof(cdsm_get_tasks) == 24);
 LAYOUT(cdsm_get_matrix, dim, 12);
 LAYOUT(cdsm_get_matrix, cells_ptr, 16);
 LAYOUT(cdsm_get_matrix, snapshot_ns, 32);
-static_assert(sizeof(cdsm_get_matrix) == 40);
+// The first version ended here; the module still takes it (the aged matrix).
+static_assert(offsetof(cdsm_get_matrix, view) == CDSM_GET_MATRIX_SIZE_V1);
+LAYOUT(cdsm_get_matrix, pad, 44);
+static_assert(sizeof(cdsm_get_matrix) == 48);
 
 static_assert(sizeof(cdsm_app_op) == 8);
 

@@ -6,9 +6,15 @@
 //                                              at normal scheduling priority
 //   cdsm-query track PID... | track-cgroup PATH   track, print the application id(s)
 //   cdsm-query untrack|release|age|reset APP
-//   cdsm-query list | tasks APP | matrix APP | counters | params
+//   cdsm-query list | tasks APP | matrix APP [--view aged|whole] | counters | params
+//   cdsm-query snapshots APP --gate FILE --prefix P [--every S]
+//                                              the aged matrix to P.0, P.1, ... every S seconds
+//                                              while FILE holds "on", until "off" or the end
+//   cdsm-query views APP                       an ended application's aged and whole-run
+//                                              matrices and the first version of GET_MATRIX
 //   cdsm-query set NAME=VALUE...               change run-time parameters
 //   cdsm-query check APP|@FILE TRUTH [--min R] [--within S] [--among-truth] [--age N]
+//                    [--view aged|whole]
 //       each truth task's largest partner in the matrix must be a true partner for a share
 //       >= R (default 0.95) of the truth's tasks; waits for TRUTH to appear; with --within,
 //       retry until S seconds after TRUTH was written (its mtime);
@@ -138,9 +144,10 @@ void print_truth_matrix(const cdsm::CommMatrix& m, const std::vector<cdsm_task_i
 
 // Share of truth tasks whose largest partner is a true partner; prints the misses.
 double check_once(const Device& dev, uint32_t app, const std::map<pid_t, std::set<pid_t>>& truth,
-                  bool among_truth, bool verbose, bool dump = false) {
+                  cdsm::kernel::MatrixView view, bool among_truth, bool verbose,
+                  bool dump = false) {
     auto tasks = dev.tasks(app);
-    const auto snapshot = dev.matrix(app);
+    const auto snapshot = dev.matrix(app, view);
     const cdsm::CommMatrix& m = snapshot.matrix;
     const auto dim = static_cast<uint32_t>(m.size());
     std::map<pid_t, uint32_t> index;
@@ -167,8 +174,11 @@ double check_once(const Device& dev, uint32_t app, const std::map<pid_t, std::se
                    partners.empty() ? -1 : *partners.begin());
     }
     if (verbose)
-        printf("check: %zu of %zu tasks found their partner, %llu events, %zu tasks\n", good,
-               truth.size(), (unsigned long long)snapshot.events, tasks.size());
+        printf(
+            "check: %zu of %zu tasks found their partner in the %s matrix, %llu events, %zu "
+            "tasks\n",
+            good, truth.size(), std::string(to_string(view)).c_str(),
+            (unsigned long long)snapshot.events, tasks.size());
     if (dump || (verbose && good < truth.size())) print_truth_matrix(m, tasks, index, truth);
     return double(good) / double(truth.size());
 }
@@ -204,7 +214,7 @@ uint32_t app_arg(const std::string& arg) {
 }
 
 int cmd_check(const Device& dev, const std::string& app_spec, const std::string& file, double min,
-              double within, bool among_truth, unsigned age_times) {
+              double within, cdsm::kernel::MatrixView view, bool among_truth, unsigned age_times) {
     uint32_t app = app_arg(app_spec);
     auto written = wait_truth(file);
     auto truth = read_truth(file);
@@ -213,9 +223,9 @@ int cmd_check(const Device& dev, const std::string& app_spec, const std::string&
         double age =
             std::chrono::duration<double>(std::chrono::system_clock::now() - written).count();
         if (first) printf("check: first look %.2f s after the truth file was written\n", age);
-        double share = check_once(dev, app, truth, among_truth, false, first);
+        double share = check_once(dev, app, truth, view, among_truth, false, first);
         if (share >= min || age >= within) {
-            check_once(dev, app, truth, among_truth, true);
+            check_once(dev, app, truth, view, among_truth, true);
             printf("check: %.1f %% >= %.1f %%? %s %.2f s after the truth file was written\n",
                    share * 100, min * 100, share >= min ? "yes" : "NO", age);
             return share >= min ? 0 : 1;
@@ -833,8 +843,119 @@ void print_apps(const Device& dev) {
     }
 }
 
-void print_matrix(const Device& dev, uint32_t app) {
-    const cdsm::CommMatrix m = dev.matrix(app).matrix;
+// Sum of a matrix's cells (each pair once).
+uint64_t matrix_total(const cdsm::CommMatrix& m) {
+    uint64_t sum = 0;
+    for (size_t i = 0; i < m.size(); i++)
+        for (size_t j = i + 1; j < m.size(); j++) sum += m.at(i, j);
+    return sum;
+}
+
+// An ended application (no new events): every whole-run cell >= its aged cell; a caller of the
+// first version of cdsm_get_matrix (40 bytes, no view) reads the aged matrix and gets nothing
+// written past its size; an unknown view or a non-zero pad is EINVAL; aging 10 times lowers the
+// aged matrix and leaves the whole-run one as it was.
+int cmd_views(const Device& dev, uint32_t app) {
+    using cdsm::kernel::MatrixView;
+    int failed = 0;
+    auto expect = [&](const char* what, bool ok) {
+        printf("views: %s: %s\n", what, ok ? "ok" : "FAILED");
+        failed |= !ok;
+    };
+    const auto aged = dev.matrix(app, MatrixView::aged).matrix;
+    const auto whole = dev.matrix(app, MatrixView::whole).matrix;
+    bool dominates = aged.size() == whole.size();
+    for (size_t i = 0; dominates && i < aged.size(); i++)
+        for (size_t j = 0; j < aged.size(); j++) dominates &= whole.at(i, j) >= aged.at(i, j);
+    printf("views: %zu tasks, aged total %llu, whole total %llu\n", aged.size(),
+           (unsigned long long)matrix_total(aged), (unsigned long long)matrix_total(whole));
+    expect("every whole-run cell >= its aged cell", dominates);
+    expect("the whole-run matrix has events", matrix_total(whole) > 0);
+
+    int fd = open("/dev/cdsm", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) throw Failure(std::string("open /dev/cdsm: ") + strerror(errno));
+    const uint32_t dim = static_cast<uint32_t>(aged.size());
+    struct {
+        cdsm_get_matrix a;
+        uint64_t canary;
+    } v1{};
+    std::vector<uint32_t> cells(size_t(dim) * dim);
+    v1.a.size = CDSM_GET_MATRIX_SIZE_V1;
+    v1.a.app_id = app;
+    v1.a.capacity = dim;
+    v1.a.cells_ptr = reinterpret_cast<uintptr_t>(cells.data());
+    v1.a.view = 0xa5a5a5a5;  // past the caller's 40 bytes: neither read nor written
+    v1.a.pad = 0x5a5a5a5a;
+    v1.canary = 0x1122334455667788;
+    const int r = ioctl(fd, CDSM_IOC_GET_MATRIX, &v1.a);
+    expect("a 40-byte (first version) argument is accepted", r == 0);
+    bool same = r == 0 && v1.a.dim == dim;
+    for (uint32_t i = 0; same && i < dim; i++)
+        for (uint32_t j = 0; j < dim; j++)
+            same &= i == j || cells[size_t(i) * dim + j] == aged.at(i, j);
+    expect("the first version reads the aged matrix", same);
+    expect("nothing written past the first version's 40 bytes",
+           v1.a.view == 0xa5a5a5a5 && v1.a.pad == 0x5a5a5a5a && v1.canary == 0x1122334455667788);
+    auto bad = sized<cdsm_get_matrix>();
+    bad.app_id = app;
+    bad.capacity = dim;
+    bad.cells_ptr = reinterpret_cast<uintptr_t>(cells.data());
+    bad.view = 2;
+    expect("view 2 is EINVAL", ioctl(fd, CDSM_IOC_GET_MATRIX, &bad) < 0 && errno == EINVAL);
+    bad.view = CDSM_MATRIX_WHOLE;
+    bad.pad = 1;
+    expect("a non-zero pad is EINVAL", ioctl(fd, CDSM_IOC_GET_MATRIX, &bad) < 0 && errno == EINVAL);
+    close(fd);
+
+    for (int i = 0; i < 10; i++) dev.age(app);
+    const auto aged2 = dev.matrix(app, MatrixView::aged).matrix;
+    const auto whole2 = dev.matrix(app, MatrixView::whole).matrix;
+    bool unchanged = whole2.size() == whole.size();
+    for (size_t i = 0; unchanged && i < whole.size(); i++)
+        for (size_t j = 0; j < whole.size(); j++) unchanged &= whole2.at(i, j) == whole.at(i, j);
+    printf("views: after aging 10 times: aged total %llu, whole total %llu\n",
+           (unsigned long long)matrix_total(aged2), (unsigned long long)matrix_total(whole2));
+    expect("aging leaves the whole-run matrix as it was", unchanged);
+    expect("aging lowers the aged matrix", matrix_total(aged2) < matrix_total(aged));
+    return failed;
+}
+
+// Writes the aged matrix to PREFIX.K (K = 0, 1, ...; as "matrix" prints it) every `every`
+// seconds while GATE holds "on"; returns when GATE holds "off" or the application has no live
+// task. One process for a run of snapshots: in a busy guest starting a program takes seconds.
+int cmd_snapshots(const Device& dev, uint32_t app, double every, const std::string& gate,
+                  const std::string& prefix) {
+    int n = 0;
+    for (;;) {
+        std::string state;
+        std::ifstream(gate) >> state;
+        bool live = false;
+        for (const cdsm_app_info& a : dev.list_apps())
+            live |= a.app_id == app && a.nr_live_tasks > 0;
+        if (state == "off" || !live) break;
+        if (state == "on") {
+            const cdsm::CommMatrix m = dev.matrix(app, cdsm::kernel::MatrixView::aged).matrix;
+            const std::string name = prefix + "." + std::to_string(n);
+            {
+                std::ofstream out(name + ".tmp");
+                for (size_t i = 0; i < m.size(); i++) {
+                    for (size_t j = 0; j < m.size(); j++) out << (j ? " " : "") << m.at(i, j);
+                    out << "\n";
+                }
+                if (!out) throw Failure("cannot write " + name + ".tmp");
+            }
+            if (rename((name + ".tmp").c_str(), name.c_str()))
+                throw Failure("cannot rename to " + name);
+            n++;
+        }
+        std::this_thread::sleep_for(std::chrono::duration<double>(every));
+    }
+    printf("snapshots: %d\n", n);
+    return 0;
+}
+
+void print_matrix(const Device& dev, uint32_t app, cdsm::kernel::MatrixView view) {
+    const cdsm::CommMatrix m = dev.matrix(app, view).matrix;
     for (size_t i = 0; i < m.size(); i++) {
         for (size_t j = 0; j < m.size(); j++)
             printf("%s%llu", j ? " " : "", (unsigned long long)m.at(i, j));
@@ -901,7 +1022,29 @@ int run(int argc, char** argv) {
     });
     auto* matrix = cli.add_subcommand("matrix", "an application's matrix");
     add_app(matrix);
-    with_dev(matrix, [&](const Device& dev) { print_matrix(dev, app); });
+    std::string view_name = "aged";
+    matrix->add_option("--view", view_name, "aged (default) or whole")
+        ->check(CLI::IsMember({"aged", "whole"}));
+    with_dev(matrix, [&](const Device& dev) {
+        print_matrix(dev, app, cdsm::kernel::parse_matrix_view(view_name));
+    });
+    auto* snapshots = cli.add_subcommand(
+        "snapshots", "the aged matrix to PREFIX.K every S seconds while GATE says on");
+    add_app(snapshots);
+    double every = 2;
+    std::string gate, prefix;
+    snapshots->add_option("--every", every, "seconds between snapshots")
+        ->check(CLI::PositiveNumber);
+    snapshots->add_option("--gate", gate, "a file: \"on\" takes snapshots, \"off\" stops")
+        ->required();
+    snapshots->add_option("--prefix", prefix, "snapshot files are PREFIX.0, PREFIX.1, ...")
+        ->required();
+    with_dev(snapshots,
+             [&](const Device& dev) { status = cmd_snapshots(dev, app, every, gate, prefix); });
+    auto* views = cli.add_subcommand(
+        "views", "an ended application's two matrices: aging leaves the whole-run one alone");
+    add_app(views);
+    with_dev(views, [&](const Device& dev) { status = cmd_views(dev, app); });
     with_dev(cli.add_subcommand("counters", "the module's counters"), print_counters);
     with_dev(cli.add_subcommand("params", "the run-time parameters"), print_params);
 
@@ -925,8 +1068,12 @@ int run(int argc, char** argv) {
         ->check(CLI::NonNegativeNumber);
     bool among_truth = false;
     check->add_flag("--among-truth", among_truth, "only truth tasks can be the largest partner");
+    std::string check_view = "aged";
+    check->add_option("--view", check_view, "the matrix to check: aged (default) or whole")
+        ->check(CLI::IsMember({"aged", "whole"}));
     with_dev(check, [&](const Device& dev) {
-        status = cmd_check(dev, check_app, truth, min, within, among_truth, age);
+        status = cmd_check(dev, check_app, truth, min, within,
+                           cdsm::kernel::parse_matrix_view(check_view), among_truth, age);
     });
 
     bool unprivileged = false;

@@ -54,6 +54,11 @@ void add_show(CLI::App& app, Options& o) {
                      "Order and label tasks by matrix index, thread id or MPI rank")
         ->check(CLI::IsMember({"index", "tid", "rank"}))
         ->capture_default_str();
+    show->add_option("--view", o.show.view,
+                     "Which of cdsmd's matrices: whole (every event since tracking began) or "
+                     "aged (what cdsmd maps by: a quarter less at every aging and migration)")
+        ->check(CLI::IsMember({"whole", "aged"}))
+        ->capture_default_str();
     show->add_option("--png", o.show.png, "Also write the heatmap as a PNG picture to FILE");
     show->add_option("--svg", o.show.svg, "Also write the heatmap as an SVG picture to FILE");
     show->add_option("--color,--colour", o.show.colour,
@@ -178,6 +183,8 @@ int dispatch(CLI::App& app, Options& o) {
     if (name == "show") {
         if (o.show.app.empty() == o.show.matrix_file.empty())
             throw UsageError("show: give either APP or --matrix FILE");
+        if (!o.show.matrix_file.empty() && subcommand(app)->count("--view"))
+            throw UsageError("show: --view is for an application of cdsmd, not --matrix");
         return o.show.matrix_file.empty() ? show_app(client, o.show, out) : show_file(o.show, out);
     }
     // map

@@ -101,9 +101,11 @@ int show_tasks(CdsmdClient& client, const std::string& app, bool json, std::ostr
 
 int show_app(CdsmdClient& client, const ShowOptions& options, std::ostream& out) {
     const auto app = app_argument(options.app);
-    const auto reply = client.request({{"cmd", "matrix"}, {"app", app}});
+    const auto reply = client.request({{"cmd", "matrix"}, {"app", app}, {"view", options.view}});
     std::string title = "application " + cell(field(reply, "app_id"));
     if (app.is_string()) title += " (" + options.app + ")";
+    // An older cdsmd sends no "view": it knew the aged matrix only.
+    title += reply.value("view", "aged") == "whole" ? ", whole run" : ", aged";
     show_matrix(from_cdsmd_matrix(reply, parse_axis(options.by), title), options, out);
     return 0;
 }

@@ -26,6 +26,7 @@ struct ShowOptions {
     std::string matrix_file;  ///< --matrix: show a saved matrix instead ("-" = stdin)
     std::string format;       ///< table, csv, json, heatmap; empty = heatmap unless a picture
     std::string by = "index";
+    std::string view = "whole";  ///< --view: cdsmd's "whole" run or "aged" matrix
     std::string png;
     std::string svg;
     std::string colour = "auto";

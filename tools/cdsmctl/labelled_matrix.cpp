@@ -84,8 +84,14 @@ LabelledMatrix from_cdsmd_matrix(const nlohmann::json& reply, Axis by, std::stri
                           "PMIX_RANK or SLURM_PROCID in its environment)");
 
     const auto order = order_by(keys);
-    LabelledMatrix out{permuted(matrix, order), {}, std::string(to_string(by)),
-                       std::move(title),        {}, nlohmann::json::array()};
+    LabelledMatrix out{permuted(matrix, order),
+                       {},
+                       std::string(to_string(by)),
+                       std::move(title),
+                       {},
+                       nlohmann::json::array(),
+                       // An older cdsmd sends no "view": it knew the aged matrix only.
+                       reply.value("view", "aged")};
     bool all_tids = true;
     for (std::size_t r : order) {
         out.labels.push_back(key_label(keys[r]));
@@ -115,7 +121,8 @@ LabelledMatrix from_task_matrix(cdsm::TaskMatrix file, Axis by, std::string titl
                        std::string(to_string(by)),
                        std::move(title),
                        {},
-                       nullptr};
+                       nullptr,
+                       {}};
     for (std::size_t r : order) {
         out.labels.push_back(key_label(keys[r]));
         if (!file.tasks.empty()) out.tids.push_back(file.tasks[r]);
@@ -132,6 +139,7 @@ nlohmann::json matrix_json(const LabelledMatrix& m) {
     out["by"] = m.axis;
     out["labels"] = m.labels;
     out["title"] = m.title;
+    if (!m.view.empty()) out["view"] = m.view;
     if (!m.tasks.is_null()) out["task_info"] = m.tasks;
     return out;
 }

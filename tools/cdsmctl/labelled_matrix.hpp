@@ -28,12 +28,14 @@ struct LabelledMatrix {
     std::vector<std::string> labels;
     /// What the labels are: "index", "tid" or "rank".
     std::string axis;
-    /// What the matrix is of, for pictures: "application 3 (pairs)" or a file name.
+    /// What the matrix is of, for pictures: "application 3 (pairs), whole run" or a file name.
     std::string title;
     /// Thread ids in display order; empty when the source did not say.
     std::vector<std::int64_t> tids;
     /// cdsmd's task objects (docs/protocol.md "tasks") in display order; null for files.
     nlohmann::json tasks;
+    /// cdsmd's matrix: "whole" (the run) or "aged"; empty for a file.
+    std::string view;
 };
 
 /// From cdsmd's reply to {"cmd":"matrix"}: {"dim","cells","tasks"}. Throws cdsm::Error naming

@@ -221,9 +221,11 @@ Json Commands::matrix_json(const Json& request, const Peer& peer) {
     // Refused before the module copies a matrix too large to send.
     const std::uint64_t dim = app.info.nr_tasks;
     if (!sparse) check_matrix_cells(dim * dim, false, app.info.app_id);
-    const auto m = c_.kernel.matrix(app.info.app_id);
+    const auto view = kernel::parse_matrix_view(request.value("view", "aged"));
+    const auto m = c_.kernel.matrix(app.info.app_id, view);
     Json j = matrix_cells(m.matrix, sparse, app.info.app_id);
     j.update(Json{{"app_id", app.info.app_id},
+                  {"view", kernel::to_string(view)},
                   {"dim", m.matrix.size()},
                   {"events", m.events},
                   {"snapshot_ns", m.snapshot_ns},

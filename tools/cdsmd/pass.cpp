@@ -153,7 +153,8 @@ const std::string& check_environment(AppState& app, pid_t tgid, ProcSource& proc
 Observation observe(AppState& app, KernelSource& kernel, ProcSource& proc) {
     Observation seen;
     seen.tasks = kernel.tasks(app.info.app_id);
-    seen.matrix = kernel.matrix(app.info.app_id).matrix;
+    // The aged matrix: the mapping follows what the application does now.
+    seen.matrix = kernel.matrix(app.info.app_id, kernel::MatrixView::aged).matrix;
     // Once per process and pass: its command (launchers are known by it) and, after an exec,
     // its environment.
     for (const cdsm_task_info& t : seen.tasks) {

@@ -35,7 +35,7 @@ const Fields kFields[] = {{"ping", {}},
                           {"list", {}},
                           {"show", {"app"}},
                           {"tasks", {"app"}},
-                          {"matrix", {"app", "sparse"}},
+                          {"matrix", {"app", "sparse", "view"}},
                           {"track", {"pid", "cgroup", "name", "mode"}},
                           {"untrack", {"app"}},
                           {"age", {"app"}},
@@ -110,7 +110,12 @@ void validate_request(const Json& r) {
             bad(cmd, "app", "an application id (a whole number) or name (a string)");
         }
     }
-    if (cmd == "matrix") check_bool(r, cmd, "sparse");
+    if (cmd == "matrix") {
+        check_bool(r, cmd, "sparse");
+        if (r.contains("view") && !(r["view"] == "aged" || r["view"] == "whole")) {
+            bad(cmd, "view", "\"aged\" or \"whole\"");
+        }
+    }
     if (cmd == "map") check_string(r, cmd, "algorithm");
     if (cmd == "track") {
         check_string(r, cmd, "name");

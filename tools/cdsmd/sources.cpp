@@ -9,8 +9,8 @@ std::vector<cdsm_task_info> DeviceKernel::tasks(std::uint32_t app_id) {
     return device_().tasks(app_id);
 }
 
-kernel::MatrixSnapshot DeviceKernel::matrix(std::uint32_t app_id) {
-    return device_().matrix(app_id);
+kernel::MatrixSnapshot DeviceKernel::matrix(std::uint32_t app_id, kernel::MatrixView view) {
+    return device_().matrix(app_id, view);
 }
 
 void DeviceKernel::age(std::uint32_t app_id) {

@@ -30,7 +30,7 @@ class KernelSource {
   public:
     virtual ~KernelSource() = default;
     virtual std::vector<cdsm_task_info> tasks(std::uint32_t app_id) = 0;
-    virtual kernel::MatrixSnapshot matrix(std::uint32_t app_id) = 0;
+    virtual kernel::MatrixSnapshot matrix(std::uint32_t app_id, kernel::MatrixView view) = 0;
     virtual void age(std::uint32_t app_id) = 0;
 };
 
@@ -79,7 +79,7 @@ class DeviceKernel final : public Kernel {
   public:
     explicit DeviceKernel(std::function<kernel::Device&()> device) : device_(std::move(device)) {}
     std::vector<cdsm_task_info> tasks(std::uint32_t app_id) override;
-    kernel::MatrixSnapshot matrix(std::uint32_t app_id) override;
+    kernel::MatrixSnapshot matrix(std::uint32_t app_id, kernel::MatrixView view) override;
     void age(std::uint32_t app_id) override;
     int abi_version() override;
     std::vector<cdsm_app_info> list_apps() override;

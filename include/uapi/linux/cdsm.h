@@ -149,14 +149,30 @@ struct cdsm_get_tasks {
 };
 
 /**
+ * enum cdsm_matrix_view - which of an application's two matrices to read.
+ * @CDSM_MATRIX_AGED:	the matrix the mapper follows: every cell loses a quarter
+ *			(M - (M >> 2)) at each aging (every age_period_ms when set,
+ *			and on CDSM_IOC_AGE, e.g. by cdsmd after a migration).
+ * @CDSM_MATRIX_WHOLE:	the same events never aged: the whole run since tracking
+ *			began (or CDSM_IOC_RESET). Cells saturate at U32_MAX.
+ */
+enum cdsm_matrix_view {
+	CDSM_MATRIX_AGED = 0,
+	CDSM_MATRIX_WHOLE = 1,
+};
+
+/**
  * struct cdsm_get_matrix - argument of CDSM_IOC_GET_MATRIX: a consistent snapshot.
- * @size:	sizeof(struct cdsm_get_matrix).
+ * @size:	sizeof(struct cdsm_get_matrix), or CDSM_GET_MATRIX_SIZE_V1 (40)
+ *		from a caller without @view, which reads the aged matrix.
  * @app_id:	the application.
  * @capacity:	rows the buffer at @cells_ptr holds: capacity * capacity __u32.
  * @dim:	out: rows of the snapshot, = nr_tasks; -ENOSPC (and @dim set) when > @capacity.
  * @cells_ptr:	user pointer; out: dim * dim __u32, row-major, symmetric.
  * @events:	out: communication events counted (before aging).
  * @snapshot_ns: out: when the snapshot was taken.
+ * @view:	enum cdsm_matrix_view; other values are -EINVAL.
+ * @pad:	zero.
  */
 struct cdsm_get_matrix {
 	__u32 size;
@@ -166,7 +182,12 @@ struct cdsm_get_matrix {
 	__u64 cells_ptr;
 	__u64 events;
 	__u64 snapshot_ns;
+	__u32 view;
+	__u32 pad;
 };
+
+/* Size of the first version of struct cdsm_get_matrix, without @view. */
+#define CDSM_GET_MATRIX_SIZE_V1 40
 
 /**
  * struct cdsm_app_op - argument of CDSM_IOC_AGE, _RESET, _RELEASE and _UNTRACK.
