@@ -188,6 +188,27 @@ TEST(Online, ShowAsksForTheViewAndSaysWhichItShows) {
     EXPECT_NE(bad.err.find("recent"), std::string::npos) << bad.err;
 }
 
+TEST(Online, ShowByRankLabelsAHybridCodesThreads) {
+    // Two ranks of two processes (pids 2000, 3000), each with a main thread and a second thread;
+    // rank 1's second thread joined first.
+    auto t = [](int index, int tid, int pid, int rank) {
+        json j = task(index, tid, rank, index);
+        j["pid"] = pid;
+        return j;
+    };
+    FakeCdsmd daemon([&](const json& request) {
+        json reply = matrix_reply();
+        reply["tasks"] = json::array(
+            {t(0, 3001, 3000, 1), t(1, 2000, 2000, 0), t(2, 3000, 3000, 1), t(3, 2001, 2000, 0)});
+        return request.at("cmd") == "matrix" ? reply : refusal("no", "EINVAL");
+    });
+    const Result r = ask(daemon, {"show", "7", "--by", "rank", "--format", "json"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    const auto shown = json::parse(r.out);
+    EXPECT_EQ(shown.at("labels"), (std::vector<std::string>{"0", "0.1", "1", "1.1"}));
+    EXPECT_EQ(shown.at("tasks"), (std::vector<int>{2000, 2001, 3000, 3001}));
+}
+
 TEST(Online, ShowHeatmapOfAnApplication) {
     FakeCdsmd daemon(solver_cdsmd);
     const Result r = ask(daemon, {"show", "solver", "--charset", "ascii", "--by", "tid"});

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 #include <optional>
 
@@ -83,7 +84,18 @@ LabelledMatrix from_cdsmd_matrix(const nlohmann::json& reply, Axis by, std::stri
                           "no task has an MPI rank (OMPI_COMM_WORLD_RANK, PMI_RANK, "
                           "PMIX_RANK or SLURM_PROCID in its environment)");
 
-    const auto order = order_by(keys);
+    auto order = order_by(keys);
+    // A rank's threads: its main thread (tid = pid) first, then the others in index order.
+    const auto is_main = [&](std::size_t r) {
+        const auto tid = optional_int(task_of[r], "tid");
+        return tid && tid == optional_int(task_of[r], "pid");
+    };
+    if (by == Axis::kRank)
+        std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+            if (keys[a].has_value() != keys[b].has_value()) return keys[a].has_value();
+            if (keys[a] != keys[b]) return keys[a] < keys[b];
+            return keys[a].has_value() && is_main(a) && !is_main(b);
+        });
     LabelledMatrix out{permuted(matrix, order),
                        {},
                        std::string(to_string(by)),
@@ -93,8 +105,16 @@ LabelledMatrix from_cdsmd_matrix(const nlohmann::json& reply, Axis by, std::stri
                        // An older cdsmd sends no "view": it knew the aged matrix only.
                        reply.value("view", "aged")};
     bool all_tids = true;
+    // Under --by rank, a rank of several tasks (a hybrid code's threads): "3" for its main
+    // thread, "3.1", "3.2", ... for the others; a rank of one task is "3".
+    std::map<std::int64_t, int> tasks_of_rank, threads_of_rank;
+    for (const auto& k : keys)
+        if (k) ++tasks_of_rank[*k];
     for (std::size_t r : order) {
-        out.labels.push_back(key_label(keys[r]));
+        if (by == Axis::kRank && keys[r] && tasks_of_rank[*keys[r]] > 1 && !is_main(r))
+            out.labels.push_back(fmt::format("{}.{}", *keys[r], ++threads_of_rank[*keys[r]]));
+        else
+            out.labels.push_back(key_label(keys[r]));
         out.tasks.push_back(task_of[r]);
         const auto tid = optional_int(task_of[r], "tid");
         all_tids = all_tids && tid.has_value();
