@@ -97,8 +97,12 @@ Topology load(const std::string& source, const std::function<int(hwloc_topology_
 
 }  // namespace
 
-void Topology::skip_io_plugins() {
-    setenv("HWLOC_PLUGINS_BLACKLIST", "hwloc_gl,hwloc_opencl,hwloc_pci", 0);
+void Topology::skip_io_plugins(bool xml) {
+    // hwloc reads the list when it initialises its components for a process's first topology.
+    setenv("HWLOC_PLUGINS_BLACKLIST",
+           xml ? "hwloc_gl,hwloc_opencl,hwloc_pci"
+               : "hwloc_gl,hwloc_opencl,hwloc_pci,hwloc_xml_libxml",
+           0);
 }
 
 Topology Topology::from_system() {

@@ -46,10 +46,12 @@ class Topology {
     static Topology from_system();
     /// Keeps hwloc from loading its I/O plugins (GPU, OpenCL, PCI), which a Topology never uses
     /// (hwloc's default filter leaves I/O objects out) but which load libX11, OpenCL and
-    /// libpciaccess into the process: a third of a 32-task `cdsmctl map`'s CPU time. Sets
-    /// HWLOC_PLUGINS_BLACKLIST unless the user set it; call first thing in main(), before any
-    /// thread starts and before any topology is loaded.
-    static void skip_io_plugins();
+    /// libpciaccess into the process: a third of a 32-task `cdsmctl map`'s CPU time. Without
+    /// `xml`, its libxml2 reader too (it loads libxml2 and ICU: a tenth of a 32-task `cdsmctl
+    /// map` on a synthetic machine), which only from_xml_file and from_xml_string need: hwloc's
+    /// own reader takes hwloc's exports but no comment. Sets HWLOC_PLUGINS_BLACKLIST unless the
+    /// user set it; call before any thread starts and before the first topology is loaded.
+    static void skip_io_plugins(bool xml = true);
 
     /// An hwloc XML export (v1 or v2 format). Throws Error naming the file if it cannot be read
     /// or parsed.

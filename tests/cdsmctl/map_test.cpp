@@ -83,6 +83,29 @@ TEST(Map, PairsOnXmlMachineUseSmtSiblingsByOsIndex) {
     EXPECT_LT(m.json.at("cost").get<double>(), m.json.at("baselines").at("scatter").get<double>());
 }
 
+// hwloc's libxml2 reader (it loads libxml2 and ICU) is loaded for an XML machine only; hwloc's
+// I/O plugins never. The dynamic loader says which objects a process opens.
+TEST(Map, LoadsHwlocsXmlReaderOnlyForAnXmlMachine) {
+    TempDir dir;
+    const auto file = dir.write("pairs.csv", cdsm::format_matrix_csv(mirrored_pairs(8)));
+    const Result synthetic =
+        cdsmctl({"map", "--matrix", file, "--topology", kSmall}, {"LD_DEBUG=files"});
+    EXPECT_EQ(synthetic.status, 0) << synthetic.err;
+    EXPECT_NE(synthetic.err.find("libhwloc.so"), std::string::npos) << synthetic.err;
+    EXPECT_EQ(synthetic.err.find("hwloc_xml_libxml"), std::string::npos) << synthetic.err;
+    EXPECT_EQ(synthetic.err.find("libxml2"), std::string::npos) << synthetic.err;
+
+    const Result xml = cdsmctl({"map", "--matrix", file, "--topology", data("16em64t-4s2c2t.xml")},
+                               {"LD_DEBUG=files"});
+    EXPECT_EQ(xml.status, 0) << xml.err;
+    EXPECT_NE(xml.err.find("hwloc_xml_libxml"), std::string::npos) << xml.err;
+    for (const Result* r : {&synthetic, &xml}) {
+        EXPECT_EQ(r->err.find("hwloc_pci"), std::string::npos) << r->err;
+        EXPECT_EQ(r->err.find("hwloc_opencl"), std::string::npos) << r->err;
+        EXPECT_EQ(r->err.find("hwloc_gl"), std::string::npos) << r->err;
+    }
+}
+
 TEST(Map, BaselineAlgorithmsGiveLibcdsmsPlacementAndCost) {
     TempDir dir;
     const auto matrix = mirrored_pairs(6, 50, 3);

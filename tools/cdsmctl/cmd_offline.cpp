@@ -85,9 +85,10 @@ std::string join(const nlohmann::json& values) {
 
 cdsm::Topology load_topology(const std::string& spec) {
     std::error_code ec;
-    if (std::filesystem::exists(spec, ec) || spec.ends_with(".xml"))
-        return cdsm::Topology::from_xml_file(spec);
-    return cdsm::Topology::from_synthetic(spec);
+    const bool xml = std::filesystem::exists(spec, ec) || spec.ends_with(".xml");
+    // cdsmctl loads one topology, here: hwloc loads only the plugins it needs for it.
+    cdsm::Topology::skip_io_plugins(xml);
+    return xml ? cdsm::Topology::from_xml_file(spec) : cdsm::Topology::from_synthetic(spec);
 }
 
 cdsm::TaskMatrix load_matrix(const std::string& path) {
