@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdlib>
 #include <iostream>
 
@@ -128,12 +129,19 @@ void add_tracking(CLI::App& app, Options& o) {
     untrack->add_option("APP", o.app, "Application id or name")->required();
 }
 
-// Takes the command of "cdsmctl [--socket P] run [run's options] [--] COMMAND [ARG...]" out of
-// the arguments, so that its words (which may look like options) never reach the parser.
-std::vector<std::string> take_run_command(std::vector<const char*>& args) {
+// Where the subcommand's name is in "cdsmctl [--socket P] [OPTION...] SUBCOMMAND ...", or
+// args.size() if there is none.
+std::size_t subcommand_index(const std::vector<const char*>& args) {
     std::size_t i = 1;
     while (i < args.size() && args[i][0] == '-')
         i += std::string_view(args[i]) == "--socket" ? 2 : 1;
+    return std::min(i, args.size());
+}
+
+// Takes the command of "cdsmctl [--socket P] run [run's options] [--] COMMAND [ARG...]" out of
+// the arguments, so that its words (which may look like options) never reach the parser.
+std::vector<std::string> take_run_command(std::vector<const char*>& args) {
+    std::size_t i = subcommand_index(args);
     if (i >= args.size() || std::string_view(args[i]) != "run") return {};
     for (++i; i < args.size(); ++i) {
         const std::string_view arg = args[i];
@@ -217,30 +225,52 @@ int main(int argc, char** argv) {
     app.set_version_flag("--version", "",
                          "Print cdsmctl's version and the loaded cdsm.ko's, and exit");
 
-    auto* list = app.add_subcommand("list", "List the applications cdsmd tracks");
-    list->add_flag("--json", o.json,
-                   "Print JSON (stable fields: /usr/share/doc/cdsm/cdsmctl-json.md)");
-    auto* tasks = app.add_subcommand(
-        "tasks", "List an application's tasks: index, tid, pid, MPI rank, command, CPU, affinity");
-    tasks->add_option("APP", o.app, "Application id or name")->required();
-    tasks->add_flag("--json", o.json,
-                    "Print JSON (stable fields: /usr/share/doc/cdsm/cdsmctl-json.md)");
-    add_show(app, o);
-    add_map(app, o);
-    add_tracking(app, o);
-    auto* stats = app.add_subcommand("stats", "Show the kernel module's and cdsmd's counters");
-    stats->add_flag("--json", o.json,
-                    "Print JSON (stable fields: /usr/share/doc/cdsm/cdsmctl-json.md)");
-    auto* topology = app.add_subcommand(
-        "topology", "Show the machine's hierarchy as cdsmd sees it, or offline a described one");
-    topology->add_option("--topology", o.topology,
-                         "Offline: an hwloc XML file or a synthetic description");
-    topology->add_flag("--json", o.json,
-                       "Print JSON (stable fields: /usr/share/doc/cdsm/cdsmctl-json.md)");
-    app.footer(kFooter);  // after the subcommands, which would inherit it
-
     std::vector<const char*> args(argv, argv + argc);
     o.run.command = take_run_command(args);
+    // CLI11 builds strings, validators and callbacks for every option: building every
+    // subcommand cost a tenth of a 32-task offline map. Only the subcommand named is built;
+    // every one when none is named, for help, or when the name is no subcommand's.
+    const std::size_t at = subcommand_index(args);
+    const std::string_view named = at < args.size() ? args[at] : "";
+    constexpr std::string_view kNames[] = {"list",  "tasks",   "show",  "map",     "run",
+                                           "track", "untrack", "stats", "topology"};
+    const bool all = std::find(std::begin(kNames), std::end(kNames), named) == std::end(kNames);
+    const auto wanted = [&](std::initializer_list<std::string_view> names) {
+        return all || std::find(names.begin(), names.end(), named) != names.end();
+    };
+
+    if (wanted({"list"})) {
+        auto* list = app.add_subcommand("list", "List the applications cdsmd tracks");
+        list->add_flag("--json", o.json,
+                       "Print JSON (stable fields: /usr/share/doc/cdsm/cdsmctl-json.md)");
+    }
+    if (wanted({"tasks"})) {
+        auto* tasks = app.add_subcommand(
+            "tasks",
+            "List an application's tasks: index, tid, pid, MPI rank, command, CPU, affinity");
+        tasks->add_option("APP", o.app, "Application id or name")->required();
+        tasks->add_flag("--json", o.json,
+                        "Print JSON (stable fields: /usr/share/doc/cdsm/cdsmctl-json.md)");
+    }
+    if (wanted({"show"})) add_show(app, o);
+    if (wanted({"map"})) add_map(app, o);
+    if (wanted({"run", "track", "untrack"})) add_tracking(app, o);
+    if (wanted({"stats"})) {
+        auto* stats = app.add_subcommand("stats", "Show the kernel module's and cdsmd's counters");
+        stats->add_flag("--json", o.json,
+                        "Print JSON (stable fields: /usr/share/doc/cdsm/cdsmctl-json.md)");
+    }
+    if (wanted({"topology"})) {
+        auto* topology = app.add_subcommand(
+            "topology",
+            "Show the machine's hierarchy as cdsmd sees it, or offline a described one");
+        topology->add_option("--topology", o.topology,
+                             "Offline: an hwloc XML file or a synthetic description");
+        topology->add_flag("--json", o.json,
+                           "Print JSON (stable fields: /usr/share/doc/cdsm/cdsmctl-json.md)");
+    }
+    app.footer(kFooter);  // after the subcommands, which would inherit it
+
     try {
         app.parse(static_cast<int>(args.size()), args.data());
     } catch (const CLI::CallForHelp&) {
