@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 // Bad input gives one clear line on stderr naming the input, and exit status 1 (failure) or 2
 // (usage); nothing on stdout.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "cdsm/matrix_io.hpp"
@@ -150,10 +151,14 @@ TEST(Errors, NoDaemonAtTheDefaultOrEnvironmentSocket) {
 TEST(Errors, UnwritablePicture) {
     TempDir dir;
     const auto matrix = dir.write("m.csv", cdsm::format_matrix_csv(mirrored_pairs(4)));
-    expect_error(cdsmctl({"show", "--matrix", matrix, "--png", "/nonexistent/m.png"}), 1,
-                 {"/nonexistent/m.png", "cannot be written"});
-    expect_error(cdsmctl({"show", "--matrix", matrix, "--svg", "/nonexistent/m.svg"}), 1,
-                 {"/nonexistent/m.svg", "cannot be written"});
+    for (const char* format : {"png", "svg", "pdf"}) {
+        const std::string missing = fmt::format("/nonexistent/m.{}", format);
+        expect_error(cdsmctl({"show", "--matrix", matrix, std::string("--") + format, missing}), 1,
+                     {missing + ": cannot be written (No such file or directory)"});
+        expect_error(
+            cdsmctl({"show", "--matrix", matrix, std::string("--") + format, dir.path().string()}),
+            1, {dir.path().string() + ": cannot be written (Is a directory)"});
+    }
 }
 
 TEST(Help, EverySubcommandHasHelp) {

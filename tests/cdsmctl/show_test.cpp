@@ -1,18 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
-// `cdsmctl show --matrix FILE` in every format: text formats parse back, the heatmap has one row
-// and two characters per task, pictures are valid PNG (read back with libpng) and well-formed
-// SVG (libxml2) of the layout's size, darker where tasks communicate more.
+// `cdsmctl show --matrix FILE` in the text formats: they parse back, the heatmap has one row and
+// two characters per task (pictures: picture_test.cpp).
 #include <gtest/gtest.h>
-#include <libxml/parser.h>
-#include <png.h>
 
-#include <cstring>
-#include <functional>
-#include <memory>
 #include <sstream>
 
 #include "cdsm/matrix_io.hpp"
-#include "heatmap_picture.hpp"
 #include "labelled_matrix.hpp"
 #include "support.hpp"
 
@@ -25,31 +18,6 @@ cdsm::CommMatrix graded(std::size_t n) {
     for (std::size_t i = 0; i < n; ++i)
         for (std::size_t j = i + 1; j < n; ++j) m.set(i, j, (i * 7 + j * 13) % 50);
     return m;
-}
-
-struct Png {
-    int width = 0, height = 0;
-    std::vector<std::uint8_t> grey;
-    std::uint8_t at(int x, int y) const { return grey[static_cast<std::size_t>(y * width + x)]; }
-};
-
-// Reads a PNG with libpng, as grey levels; fails the test if libpng rejects it.
-Png read_png(const std::string& path) {
-    png_image image;
-    std::memset(&image, 0, sizeof image);
-    image.version = PNG_IMAGE_VERSION;
-    Png out;
-    if (!png_image_begin_read_from_file(&image, path.c_str())) {
-        ADD_FAILURE() << path << ": " << image.message;
-        return out;
-    }
-    image.format = PNG_FORMAT_GRAY;
-    out.width = static_cast<int>(image.width);
-    out.height = static_cast<int>(image.height);
-    out.grey.resize(PNG_IMAGE_SIZE(image));
-    if (!png_image_finish_read(&image, nullptr, out.grey.data(), 0, nullptr))
-        ADD_FAILURE() << path << ": " << image.message;
-    return out;
 }
 
 std::string heatmap(const std::string& file, const std::vector<std::string>& extra = {}) {
@@ -187,65 +155,6 @@ TEST(Show, DefaultsToAHeatmapAndPrintsNothingWhenOnlyPicturesAreAsked) {
     EXPECT_EQ(picture.status, 0) << picture.err;
     EXPECT_EQ(picture.out, "");
     EXPECT_TRUE(std::filesystem::exists(png));
-}
-
-TEST(Show, PngIsValidOfTheLayoutsSizeAndDarkerWhereTasksTalkMore) {
-    TempDir dir;
-    const auto m = graded(12);
-    const auto file = dir.write("m.csv", cdsm::format_matrix_csv(m));
-    const auto path = (dir.path() / "m.png").string();
-    const Result r = cdsmctl({"show", "--matrix", file, "--png", path});
-    ASSERT_EQ(r.status, 0) << r.err;
-    const Png png = read_png(path);
-
-    const LabelledMatrix lm = from_task_matrix({{}, m}, Axis::kIndex, "m.csv");
-    const PictureLayout layout = picture_layout(lm);
-    ASSERT_EQ(png.width, layout.width);
-    ASSERT_EQ(png.height, layout.height);
-    ASSERT_GE(layout.cell, 2);
-    auto centre = [&](std::size_t i, std::size_t j) {
-        return png.at(layout.matrix_x + static_cast<int>(j) * layout.cell + layout.cell / 2,
-                      layout.matrix_y + static_cast<int>(i) * layout.cell + layout.cell / 2);
-    };
-    for (std::size_t i = 0; i < 12; ++i) {
-        EXPECT_EQ(centre(i, i), 255) << "the diagonal is white";
-        for (std::size_t j = 0; j < 12; ++j)
-            for (std::size_t k = 0; k < 12; ++k) {
-                if (m.at(i, j) > m.at(i, k)) {
-                    EXPECT_LT(centre(i, j), centre(i, k));
-                }
-            }
-    }
-}
-
-TEST(Show, SvgIsWellFormedWithOneRectanglePerCommunicatingPair) {
-    TempDir dir;
-    const auto m = mirrored_pairs(8, 100, 0);
-    const auto file = dir.write("m.csv", cdsm::format_matrix_csv(m));
-    const auto path = (dir.path() / "m.svg").string();
-    const Result r = cdsmctl({"show", "--matrix", file, "--svg", path});
-    ASSERT_EQ(r.status, 0) << r.err;
-    std::unique_ptr<xmlDoc, void (*)(xmlDoc*)> doc(
-        xmlReadFile(path.c_str(), nullptr, XML_PARSE_NONET | XML_PARSE_NOERROR), &xmlFreeDoc);
-    ASSERT_NE(doc, nullptr) << path << " is not well-formed XML";
-    const xmlNode* root = xmlDocGetRootElement(doc.get());
-    ASSERT_STREQ(reinterpret_cast<const char*>(root->name), "svg");
-    std::size_t cells = 0;
-    std::function<void(const xmlNode*)> walk = [&](const xmlNode* node) {
-        for (; node; node = node->next) {
-            if (node->type == XML_ELEMENT_NODE &&
-                std::strcmp(reinterpret_cast<const char*>(node->name), "rect") == 0 &&
-                node->children)
-                ++cells;  // cells carry a <title>; frames and background do not
-            walk(node->children);
-        }
-    };
-    walk(root->children);
-    EXPECT_EQ(cells, 8u);  // 4 pairs, both (i,j) and (j,i)
-    const auto layout = picture_layout(from_task_matrix({{}, m}, Axis::kIndex, "m.csv"));
-    auto* width = xmlGetProp(root, reinterpret_cast<const xmlChar*>("width"));
-    EXPECT_EQ(std::string(reinterpret_cast<const char*>(width)), std::to_string(layout.width));
-    xmlFree(width);
 }
 
 }  // namespace

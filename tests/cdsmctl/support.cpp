@@ -16,8 +16,13 @@ namespace cdsm::cdsmctl::test {
 
 Result cdsmctl(const std::vector<std::string>& args, const std::vector<std::string>& env,
                const std::string& input) {
-    std::vector<std::string> argv_s{CDSMCTL_BINARY};
-    argv_s.insert(argv_s.end(), args.begin(), args.end());
+    std::vector<std::string> command{CDSMCTL_BINARY};
+    command.insert(command.end(), args.begin(), args.end());
+    return run(command, env, input);
+}
+
+Result run(std::vector<std::string> argv_s, const std::vector<std::string>& env,
+           const std::string& input) {
     std::vector<std::string> env_s;
     for (char** e = environ; *e; ++e)
         if (std::strncmp(*e, "CDSM_SOCKET=", 12) != 0) env_s.emplace_back(*e);

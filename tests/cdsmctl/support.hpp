@@ -22,6 +22,9 @@ struct Result {
 /// ("NAME=value"); `input` is its standard input.
 Result cdsmctl(const std::vector<std::string>& args, const std::vector<std::string>& env = {},
                const std::string& input = "");
+/// Runs a program (command[0], a path) as cdsmctl() runs cdsmctl.
+Result run(std::vector<std::string> command, const std::vector<std::string>& env = {},
+           const std::string& input = "");
 
 /// A directory removed with everything in it at the end of the test.
 class TempDir {

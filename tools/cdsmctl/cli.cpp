@@ -49,7 +49,7 @@ void add_show(CLI::App& app, Options& o) {
                      "Show a saved matrix (CSV or JSON, '-' for stdin) instead of asking cdsmd");
     show->add_option("-f,--format", o.show.format,
                      "Output on stdout: table, csv, json or heatmap (default heatmap, or nothing "
-                     "when only --png/--svg are given)")
+                     "when only pictures (--png, --svg, --pdf) are asked for)")
         ->check(CLI::IsMember({"table", "csv", "json", "heatmap"}));
     show->add_option("--by", o.show.by,
                      "Order and label tasks by matrix index, thread id or MPI rank")
@@ -62,6 +62,7 @@ void add_show(CLI::App& app, Options& o) {
         ->capture_default_str();
     show->add_option("--png", o.show.png, "Also write the heatmap as a PNG picture to FILE");
     show->add_option("--svg", o.show.svg, "Also write the heatmap as an SVG picture to FILE");
+    show->add_option("--pdf", o.show.pdf, "Also write the heatmap as a PDF picture to FILE");
     show->add_option("--color,--colour", o.show.colour,
                      "Heatmap in 256 colours: auto (on a 256-colour terminal), always, never")
         ->check(CLI::IsMember({"auto", "always", "never"}))

@@ -23,7 +23,6 @@
 #include "cdsm/migrator.hpp"
 #include "cdsm/relabel.hpp"
 #include "commands.hpp"
-#include "heatmap_picture.hpp"
 #include "output.hpp"
 #include "terminal_heatmap.hpp"
 
@@ -226,12 +225,12 @@ void print_topology(const nlohmann::json& t, std::ostream& out) {
     out << "OS index of each PU in logical order: " << os << '\n';
 }
 
-void show_matrix(const LabelledMatrix& m, const ShowOptions& options, std::ostream& out) {
-    if (!options.png.empty()) write_heatmap_png(m, options.png);
-    if (!options.svg.empty()) write_heatmap_svg(m, options.svg);
+void show_matrix(const LabelledMatrix& m, const ShowOptions& options, std::ostream& out,
+                 const PictureCaption& caption) {
+    write_pictures(m, options, caption);
     std::string format = options.format;
     if (format.empty()) {
-        if (!options.png.empty() || !options.svg.empty()) return;
+        if (wants_picture(options)) return;
         format = "heatmap";
     }
     if (format == "table")

@@ -106,7 +106,18 @@ int show_app(CdsmdClient& client, const ShowOptions& options, std::ostream& out)
     if (app.is_string()) title += " (" + options.app + ")";
     // An older cdsmd sends no "view": it knew the aged matrix only.
     title += reply.value("view", "aged") == "whole" ? ", whole run" : ", aged";
-    show_matrix(from_cdsmd_matrix(reply, parse_axis(options.by), title), options, out);
+    PictureCaption caption;
+    if (wants_picture(options)) {
+        // The application's name, Slurm job and start, for the picture's title; a cdsmd that
+        // cannot say (it released the application meanwhile) leaves them out.
+        nlohmann::json info;
+        try {
+            info = client.request({{"cmd", "show"}, {"app", field(reply, "app_id")}});
+        } catch (const cdsm::control::ProtocolError&) {
+        }
+        caption = cdsmd_caption(reply, info);
+    }
+    show_matrix(from_cdsmd_matrix(reply, parse_axis(options.by), title), options, out, caption);
     return 0;
 }
 

@@ -18,6 +18,7 @@
 #include "cdsm/topology.hpp"
 #include "client.hpp"
 #include "labelled_matrix.hpp"
+#include "pictures.hpp"
 
 namespace cdsm::cdsmctl {
 
@@ -29,6 +30,7 @@ struct ShowOptions {
     std::string view = "whole";  ///< --view: cdsmd's "whole" run or "aged" matrix
     std::string png;
     std::string svg;
+    std::string pdf;
     std::string colour = "auto";
     std::string charset = "auto";
     std::size_t width = 0;
@@ -72,7 +74,13 @@ void print_topology(const nlohmann::json& topology, std::ostream& out);
 /// Prints a placement with its costs: map_offline's JSON or cdsmd's map reply.
 void print_mapping(const nlohmann::json& mapping, std::ostream& out);
 /// Writes what `show` asked for (pictures, then the format on `out`).
-void show_matrix(const LabelledMatrix& m, const ShowOptions& options, std::ostream& out);
+void show_matrix(const LabelledMatrix& m, const ShowOptions& options, std::ostream& out,
+                 const PictureCaption& caption = {});
+/// Whether `show` was asked for a picture (--png, --svg, --pdf) (pictures.cpp).
+bool wants_picture(const ShowOptions& options) noexcept;
+/// Writes the pictures `show` was asked for (pictures.cpp).
+void write_pictures(const LabelledMatrix& m, const ShowOptions& options,
+                    const PictureCaption& caption);
 
 // Through cdsmd (cmd_online.cpp).
 
