@@ -8,7 +8,7 @@
  *                           cdsmd (the node's policy). Default: the site's (plugstack.conf).
  *   --cdsm-report=DIR       at the end of each step, write cdsm's report to DIR (an absolute
  *                           path; made if missing), owned by the job's user: the matrix (CSV
- *                           and JSON), its heatmap (PNG), and the application's placements,
+ *                           and JSON), its heatmap (PNG and SVG), and the application's placements,
  *                           costs and migrations (JSON).
  *
  * plugstack.conf arguments: default=off|detect|map (map if not given), socket=PATH (cdsmd's
@@ -95,7 +95,7 @@ struct spank_option spank_options[] = {
 	  "reported, tasks never moved) or map (tracked, tasks placed by cdsmd); default: the site's",
 	  1, 0, opt_cdsm },
 	{ "cdsm-report", "DIR",
-	  "At the end of each step write cdsm's report (matrix CSV and JSON, heatmap PNG, "
+	  "At the end of each step write cdsm's report (matrix CSV and JSON, heatmap PNG and SVG, "
 	  "placements) to DIR, an absolute path",
 	  1, 0, opt_report },
 	SPANK_OPTIONS_TABLE_END
@@ -391,7 +391,7 @@ static int run_cdsmctl(int dir, const char *file, char *const args[])
 static int write_report(uid_t uid, gid_t gid, gid_t *gids, int ngids, uint32_t job,
 			uint32_t step)
 {
-	char request[96], label[48], prefix[64], name[96], matrix[96], png[96];
+	char request[96], label[48], prefix[64], name[96], matrix[96], png[96], svg[96];
 	static const char *const what[] = { "matrix", "show", "tasks" };
 	/* The step's whole run, not the aged matrix cdsmd maps by. */
 	static const char *const extra[] = { ",\"view\":\"whole\"", "", "" };
@@ -420,9 +420,11 @@ static int write_report(uid_t uid, gid_t gid, gid_t *gids, int ngids, uint32_t j
 	}
 	snprintf(matrix, sizeof(matrix), "%s-matrix.json", prefix);
 	snprintf(png, sizeof(png), "%s-heatmap.png", prefix);
+	snprintf(svg, sizeof(svg), "%s-heatmap.svg", prefix);
 	{
 		char *csv[] = { "cdsmctl", "show", "--matrix", matrix, "--format", "csv", NULL };
-		char *pic[] = { "cdsmctl", "show", "--matrix", matrix, "--png", png, NULL };
+		char *pic[] = { "cdsmctl", "show", "--matrix", matrix, "--png", png, "--svg", svg,
+				NULL };
 
 		snprintf(name, sizeof(name), "%s-matrix.csv", prefix);
 		failed |= run_cdsmctl(dir, name, csv) < 0;
