@@ -33,7 +33,7 @@ add_test(NAME sanitize.unit
           --output-on-failure --timeout 300)
 set_tests_properties(sanitize.unit PROPERTIES LABELS sanitize TIMEOUT 1800
                      FIXTURES_REQUIRED sanitize_build
-                     ENVIRONMENT "LSAN_OPTIONS=suppressions=${CMAKE_CURRENT_LIST_DIR}/lsan.supp")
+                     ENVIRONMENT "LSAN_OPTIONS=suppressions=${CMAKE_CURRENT_LIST_DIR}/lsan.supp:print_suppressions=0")
 
 foreach(name request config matrix topology reply current)
   add_test(NAME fuzz.${name} COMMAND ${fuzz_run} --no-build --seconds ${CDSM_FUZZ_SECONDS} ${name})
