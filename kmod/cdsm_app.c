@@ -1131,6 +1131,31 @@ struct task_struct *cdsm_task_get_live(const struct cdsm_task *t)
 }
 
 /**
+ * cdsm_sharer_mm() - the address space of a sharer's task, if it lives.
+ * @sharer:	a sharer id (the fault path's records).
+ *
+ * Context: the worker, cdsm_apps_lock() held; takes cdsm_tasks_lock().
+ * Return: the mm with a reference (release it with mmput()), or NULL if
+ * the application or the task is gone.
+ */
+struct mm_struct *cdsm_sharer_mm(u32 sharer)
+{
+	struct cdsm_app *app = cdsm_app_of_key(cdsm_sharer_app(sharer));
+	u32 index = cdsm_sharer_task(sharer);
+	struct task_struct *p;
+	struct mm_struct *mm;
+
+	if (!app || index >= cdsm_app_nr_tasks(app))
+		return NULL;
+	p = cdsm_task_get_live(cdsm_app_task(app, index));
+	if (!p)
+		return NULL;
+	mm = get_task_mm(p);
+	put_task_struct(p);
+	return mm;
+}
+
+/**
  * cdsm_app_add_rearmed() - count pages re-armed for an application.
  * @app:	the application.
  * @pages:	pages re-armed.

@@ -22,6 +22,7 @@ struct cdsm_app_info;
 struct cdsm_task_info;
 struct cgroup;
 struct dentry;
+struct mm_struct;
 struct user_namespace;
 
 /* Internal task flag: the first tracked task of its process (re-arming). */
@@ -140,6 +141,7 @@ u32 cdsm_app_file_home(struct cdsm_app *app, u64 file, u32 sharer, u64 time_ns);
 u32 cdsm_app_nr_tasks(const struct cdsm_app *app);
 struct cdsm_task *cdsm_app_leader(struct cdsm_app *app, u32 index);
 struct task_struct *cdsm_task_get_live(const struct cdsm_task *t);
+struct mm_struct *cdsm_sharer_mm(u32 sharer);
 void cdsm_app_add_rearmed(struct cdsm_app *app, unsigned long pages);
 bool cdsm_app_clear_pending(void);
 void cdsm_app_remove(struct cdsm_app *app, bool remember);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * cdsm core: blocks, sharers, matrices and aging (see cdsm_core.h).
+ * cdsm core: faults resolved into records, blocks, sharers, matrices and
+ * aging (see cdsm_core.h).
  *
  * A fault by task T on block B is recorded by putting T at the head of
  * B's list of recent sharers (the oldest falls off, as in the CDSM paper);
@@ -18,6 +19,68 @@
 #include <linux/string.h>
 
 #include "cdsm_core.h"
+
+/**
+ * cdsm_fault_resolve() - turn a fault seen at entry and the frame found at
+ * its address afterwards into a record.
+ * @raw:	the fault at entry.
+ * @now:	what is mapped at @raw->vaddr in @raw->mm now.
+ * @rec:	the record, filled when the result is CDSM_RESOLVED_RECORD.
+ *
+ * The worker looks the frame up some milliseconds after the fault: if the
+ * page was unmapped, migrated or copied meanwhile, @now is what the
+ * process maps there then, not what the fault mapped.
+ *
+ * Return: what to do with the fault.
+ */
+enum cdsm_resolved cdsm_fault_resolve(const struct cdsm_fault_raw *raw,
+				      const struct cdsm_frame *now,
+				      struct cdsm_fault_rec *rec)
+{
+	bool hint = raw->flags & CDSM_RAW_HINT;
+	bool private = raw->flags & CDSM_RAW_PRIVATE;
+
+	if (!now->shift)
+		return CDSM_RESOLVED_GONE;
+	if (now->zero)
+		return CDSM_RESOLVED_SKIP;
+	/*
+	 * A private file mapping maps the file's page-cache pages until
+	 * written: every process that maps the file (a library's data, a
+	 * program's read-only data) reads those; no task of the process can
+	 * write them.
+	 */
+	if ((raw->flags & CDSM_RAW_FILE_PRIVATE) && !now->anon)
+		return CDSM_RESOLVED_SKIP;
+	/*
+	 * Private memory shared copy-on-write with other processes (a fork's
+	 * children before exec fault on their parent's re-armed pages): no
+	 * process can write it without getting its own copy, so no data
+	 * passes between processes there.
+	 */
+	if (private && now->cow_shared)
+		return CDSM_RESOLVED_SKIP;
+	rec->paddr = now->paddr;
+	/* do_numa_page() may have migrated the page: its blocks move too. */
+	rec->old_paddr = hint && raw->entry_paddr != now->paddr ? raw->entry_paddr : 0;
+	rec->file = raw->file;
+	rec->file_ns = raw->file_ns;
+	rec->sharer = raw->sharer;
+	/* A huge page split since entry moved (or was allocated) in 4 KiB parts. */
+	rec->page_shift = raw->entry_shift && raw->entry_shift < now->shift ?
+			  raw->entry_shift : now->shift;
+	/*
+	 * Private memory got a new frame (first touch, or a copy on write):
+	 * what the table knew of that frame came from its previous user. A
+	 * fault that waited for a migration (as when a partner's hinting
+	 * fault moves the page) maps the same data: the migrating fault
+	 * carries its blocks over (@old_paddr).
+	 */
+	rec->fresh = private && !hint && !(raw->flags & CDSM_RAW_MIGRATING) &&
+		     (!raw->entry_shift || raw->entry_paddr != now->paddr);
+	rec->pad = 0;
+	return CDSM_RESOLVED_RECORD;
+}
 
 /**
  * cdsm_blocks_mem_sz() - bytes needed by a block table.

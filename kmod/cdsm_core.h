@@ -59,6 +59,106 @@ static inline u32 cdsm_sharer_task(u32 sharer)
 }
 
 /**
+ * struct cdsm_fault_raw - a fault of a tracked task as the fault path saw
+ * it, at the entry of handle_mm_fault(): what the fault maps is not known
+ * yet; the worker looks it up later (cdsm_fault_resolve()).
+ * @vaddr:	the faulting user address.
+ * @mm:		the task's mm at the fault, as a key only (never
+ *		dereferenced): the worker looks @vaddr up in the same mm.
+ * @entry_paddr: physical address of the faulting byte at entry, if a frame
+ *		was mapped (@entry_shift), else 0.
+ * @file:	id of the file of a shared mapping (cdsm_file_id()), whose
+ *		home rule applies; 0 for private memory.
+ * @file_ns:	with @file, when the fault started (ktime_get_mono_fast_ns():
+ *		orders faults recorded on different CPUs); else 0.
+ * @sharer:	cdsm_sharer() of the faulting task.
+ * @entry_shift: log2 of the size of the page mapped at entry, 0 if none.
+ * @flags:	CDSM_RAW_*.
+ * @pad:	unused.
+ */
+struct cdsm_fault_raw {
+	u64 vaddr;
+	u64 mm;
+	u64 entry_paddr;
+	u64 file;
+	u64 file_ns;
+	u32 sharer;
+	u8 entry_shift;
+	u8 flags;
+	u16 pad;
+};
+
+/* A hinting fault: the entry was PROT_NONE (re-armed) and mapped @entry_paddr. */
+#define CDSM_RAW_HINT		0x1
+/* A migration entry stood there: the fault waited for the page, same data in a new frame. */
+#define CDSM_RAW_MIGRATING	0x2
+/* A private mapping: a frame it gets at this fault is new to it. */
+#define CDSM_RAW_PRIVATE	0x4
+/* A private file mapping: only its copied-on-write (anonymous) pages are recorded. */
+#define CDSM_RAW_FILE_PRIVATE	0x8
+
+/**
+ * struct cdsm_frame - what the worker found mapped at a fault's address.
+ * @paddr:	physical address of the faulting byte.
+ * @shift:	log2 of the size of the page mapped there, 0 if nothing is.
+ * @zero:	it is the zero page (a read of untouched memory).
+ * @anon:	it is an anonymous page.
+ * @cow_shared:	an anonymous page not exclusive to one process: shared
+ *		copy-on-write since a fork (or merged by KSM).
+ */
+struct cdsm_frame {
+	u64 paddr;
+	u8 shift;
+	bool zero;
+	bool anon;
+	bool cow_shared;
+};
+
+/**
+ * struct cdsm_fault_rec - one fault, as the worker applies it.
+ * @paddr:	physical address of the faulting byte.
+ * @old_paddr:	its address before the fault if the kernel migrated the page
+ *		on a hinting fault, else 0.
+ * @file:	as cdsm_fault_raw.file.
+ * @file_ns:	as cdsm_fault_raw.file_ns.
+ * @sharer:	cdsm_sharer() of the faulting task.
+ * @page_shift:	log2 of the size of the page mapped at @paddr (PAGE_SHIFT,
+ *		or PMD_SHIFT for a huge page): the range whose blocks move with
+ *		@old_paddr or are forgotten with @fresh.
+ * @fresh:	the fault gave private memory a new frame (first touch or copy
+ *		on write): what the table knows of that frame is stale.
+ * @pad:	unused.
+ */
+struct cdsm_fault_rec {
+	u64 paddr;
+	u64 old_paddr;
+	u64 file;
+	u64 file_ns;
+	u32 sharer;
+	u8 page_shift;
+	u8 fresh;
+	u16 pad;
+};
+
+/**
+ * enum cdsm_resolved - what cdsm_fault_resolve() made of a fault.
+ * @CDSM_RESOLVED_RECORD:	a record to apply.
+ * @CDSM_RESOLVED_SKIP:		memory through which no data passes (the zero
+ *				page, a file's page-cache page in a private
+ *				mapping, a page shared copy-on-write).
+ * @CDSM_RESOLVED_GONE:		nothing is mapped there any more.
+ */
+enum cdsm_resolved {
+	CDSM_RESOLVED_RECORD,
+	CDSM_RESOLVED_SKIP,
+	CDSM_RESOLVED_GONE,
+};
+
+enum cdsm_resolved cdsm_fault_resolve(const struct cdsm_fault_raw *raw,
+				      const struct cdsm_frame *now,
+				      struct cdsm_fault_rec *rec);
+
+/**
  * struct cdsm_blocks - direct-mapped table of memory blocks.
  * @tags:		block number + 1 stored in each entry, 0 when empty.
  * @sharers:		@nr_sharers sharer ids per entry, most recent first.

@@ -314,7 +314,7 @@ static long cdsm_ioc_counters(struct file *file, unsigned int nr, void __user *u
 	c.comm_events = cdsm_stat_sum(CDSM_STAT_COMM_EVENTS);
 	c.rearm_armed = cdsm_stat_sum(CDSM_STAT_REARM_ARMED);
 	c.rearm_taken = cdsm_stat_sum(CDSM_STAT_REARM_TAKEN);
-	c.dropped = cdsm_stat_sum(CDSM_STAT_DROPPED) + cdsm_fault_missed();
+	c.dropped = cdsm_stat_sum(CDSM_STAT_DROPPED);
 	c.evictions = cdsm_worker_evictions();
 	c.alloc_failures = cdsm_stat_sum(CDSM_STAT_ALLOC_FAILURES);
 	c.events_lost = cdsm_stat_sum(CDSM_STAT_EVENTS_LOST);

@@ -109,6 +109,7 @@ static void cdsm_worker_record(void)
 {
 	unsigned int shift = READ_ONCE(cdsm_params.block_shift), i, n;
 	struct cdsm_app *locked = NULL;
+	bool more;
 	int cpu;
 
 	/* A new block size, or a slot's generation wrapped (cdsm_app_create()). */
@@ -119,7 +120,10 @@ static void cdsm_worker_record(void)
 		cdsm_blocks_shift = shift;
 	}
 	for_each_possible_cpu(cpu) {
-		while ((n = cdsm_fault_drain(cpu, cdsm_batch, CDSM_RING_LEN))) {
+		for (;;) {
+			n = cdsm_fault_drain(cpu, cdsm_batch, CDSM_RING_LEN, &more);
+			if (!more)
+				break;
 			for (i = 0; i < n; i++)
 				cdsm_worker_apply(&cdsm_batch[i], shift, &locked);
 			/* Never yield with a matrix locked: readers would wait for us. */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
-// User-space unit tests of the module's core logic (kmod/cdsm_core.c): blocks, sharers,
-// file homes, matrices, aging.
+// User-space unit tests of the module's core logic (kmod/cdsm_core.c): faults resolved into
+// records, blocks, sharers, file homes, matrices, aging.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -53,6 +53,129 @@ struct Matrix {
     std::vector<uint32_t> cells;
     cdsm_matrix m{};
 };
+
+// A fault as the fault path records it at entry: nothing mapped yet unless @entry_paddr.
+cdsm_fault_raw raw_fault(uint8_t flags, uint64_t entry_paddr = 0, uint8_t entry_shift = 0) {
+    cdsm_fault_raw raw{};
+    raw.vaddr = 0x7f0000001234;
+    raw.sharer = cdsm_sharer(1, 3);
+    raw.entry_paddr = entry_paddr;
+    raw.entry_shift = entry_shift;
+    raw.flags = flags;
+    return raw;
+}
+
+// What the worker finds mapped later: an anonymous page held by one process.
+cdsm_frame anon_frame(uint64_t paddr, uint8_t shift = 12) {
+    cdsm_frame f{};
+    f.paddr = paddr;
+    f.shift = shift;
+    f.anon = true;
+    return f;
+}
+
+TEST(Resolve, AFirstTouchOfPrivateMemoryIsAFreshFrame) {
+    const cdsm_fault_raw raw = raw_fault(CDSM_RAW_PRIVATE);
+    const cdsm_frame now = anon_frame(0x5234);
+    cdsm_fault_rec rec{};
+    ASSERT_EQ(cdsm_fault_resolve(&raw, &now, &rec), CDSM_RESOLVED_RECORD);
+    EXPECT_EQ(rec.paddr, 0x5234u);
+    EXPECT_EQ(rec.old_paddr, 0u);
+    EXPECT_EQ(rec.sharer, raw.sharer);
+    EXPECT_EQ(rec.page_shift, 12u);
+    EXPECT_TRUE(rec.fresh) << "what the table knew of the frame came from its previous user";
+}
+
+TEST(Resolve, ACopyOnWriteIsFreshAndAWriteInPlaceIsNot) {
+    const cdsm_fault_raw raw = raw_fault(CDSM_RAW_PRIVATE, 0x9234, 12);
+    cdsm_fault_rec rec{};
+    const cdsm_frame copied = anon_frame(0x5234);
+    ASSERT_EQ(cdsm_fault_resolve(&raw, &copied, &rec), CDSM_RESOLVED_RECORD);
+    EXPECT_TRUE(rec.fresh);
+    const cdsm_frame same = anon_frame(0x9234);
+    ASSERT_EQ(cdsm_fault_resolve(&raw, &same, &rec), CDSM_RESOLVED_RECORD);
+    EXPECT_FALSE(rec.fresh);
+}
+
+TEST(Resolve, AHintingFaultThatMigratedCarriesTheOldFrame) {
+    const cdsm_fault_raw raw = raw_fault(CDSM_RAW_PRIVATE | CDSM_RAW_HINT, 0x9234, 12);
+    cdsm_fault_rec rec{};
+    const cdsm_frame moved = anon_frame(0x5234);
+    ASSERT_EQ(cdsm_fault_resolve(&raw, &moved, &rec), CDSM_RESOLVED_RECORD);
+    EXPECT_EQ(rec.old_paddr, 0x9234u) << "the blocks move to the new frame";
+    EXPECT_FALSE(rec.fresh) << "the same data in a new frame";
+    const cdsm_frame stayed = anon_frame(0x9234);
+    ASSERT_EQ(cdsm_fault_resolve(&raw, &stayed, &rec), CDSM_RESOLVED_RECORD);
+    EXPECT_EQ(rec.old_paddr, 0u);
+    EXPECT_FALSE(rec.fresh);
+}
+
+TEST(Resolve, AFaultThatWaitedForAMigrationIsNotFresh) {
+    const cdsm_fault_raw raw = raw_fault(CDSM_RAW_PRIVATE | CDSM_RAW_MIGRATING);
+    const cdsm_frame now = anon_frame(0x5234);
+    cdsm_fault_rec rec{};
+    ASSERT_EQ(cdsm_fault_resolve(&raw, &now, &rec), CDSM_RESOLVED_RECORD);
+    EXPECT_FALSE(rec.fresh) << "the migrating fault carried the blocks over";
+}
+
+TEST(Resolve, SharedMemoryKeepsItsFileAndIsNeverFresh) {
+    cdsm_fault_raw raw = raw_fault(0);
+    raw.file = 77;
+    raw.file_ns = 1234;
+    cdsm_frame now = anon_frame(0x5234);
+    now.anon = false;
+    cdsm_fault_rec rec{};
+    ASSERT_EQ(cdsm_fault_resolve(&raw, &now, &rec), CDSM_RESOLVED_RECORD);
+    EXPECT_EQ(rec.file, 77u);
+    EXPECT_EQ(rec.file_ns, 1234u);
+    EXPECT_FALSE(rec.fresh);
+}
+
+TEST(Resolve, NothingMappedAnyMoreIsGone) {
+    const cdsm_fault_raw raw = raw_fault(CDSM_RAW_PRIVATE);
+    const cdsm_frame now{};
+    cdsm_fault_rec rec{};
+    EXPECT_EQ(cdsm_fault_resolve(&raw, &now, &rec), CDSM_RESOLVED_GONE);
+}
+
+TEST(Resolve, MemoryNoDataPassesThroughIsSkipped) {
+    cdsm_fault_rec rec{};
+    const cdsm_fault_raw priv = raw_fault(CDSM_RAW_PRIVATE);
+    cdsm_frame zero = anon_frame(0x5234);
+    zero.zero = true;
+    EXPECT_EQ(cdsm_fault_resolve(&priv, &zero, &rec), CDSM_RESOLVED_SKIP) << "the zero page";
+    cdsm_frame cow = anon_frame(0x5234);
+    cow.cow_shared = true;
+    EXPECT_EQ(cdsm_fault_resolve(&priv, &cow, &rec), CDSM_RESOLVED_SKIP)
+        << "shared copy-on-write since a fork";
+    const cdsm_fault_raw file_priv = raw_fault(CDSM_RAW_PRIVATE | CDSM_RAW_FILE_PRIVATE);
+    cdsm_frame cache = anon_frame(0x5234);
+    cache.anon = false;
+    EXPECT_EQ(cdsm_fault_resolve(&file_priv, &cache, &rec), CDSM_RESOLVED_SKIP)
+        << "a file's page-cache page in a private mapping";
+    EXPECT_EQ(cdsm_fault_resolve(&file_priv, &cow, &rec), CDSM_RESOLVED_SKIP);
+    const cdsm_frame copied = anon_frame(0x5234);
+    EXPECT_EQ(cdsm_fault_resolve(&file_priv, &copied, &rec), CDSM_RESOLVED_RECORD)
+        << "its copied-on-write page";
+    cdsm_fault_raw shared = raw_fault(0);
+    shared.file = 77;
+    EXPECT_EQ(cdsm_fault_resolve(&shared, &cow, &rec), CDSM_RESOLVED_RECORD)
+        << "the copy-on-write rule is for private memory";
+}
+
+TEST(Resolve, AHugePageSplitSinceEntryCountsIn4KiBParts) {
+    const cdsm_fault_raw raw = raw_fault(CDSM_RAW_PRIVATE | CDSM_RAW_HINT, 0x200234, 21);
+    cdsm_fault_rec rec{};
+    const cdsm_frame split = anon_frame(0x200234, 12);
+    ASSERT_EQ(cdsm_fault_resolve(&raw, &split, &rec), CDSM_RESOLVED_RECORD);
+    EXPECT_EQ(rec.page_shift, 12u);
+    const cdsm_frame huge = anon_frame(0x200234, 21);
+    ASSERT_EQ(cdsm_fault_resolve(&raw, &huge, &rec), CDSM_RESOLVED_RECORD);
+    EXPECT_EQ(rec.page_shift, 21u);
+    const cdsm_fault_raw small = raw_fault(CDSM_RAW_PRIVATE, 0x200234, 12);
+    ASSERT_EQ(cdsm_fault_resolve(&small, &huge, &rec), CDSM_RESOLVED_RECORD);
+    EXPECT_EQ(rec.page_shift, 12u) << "a collapse since entry: the fault touched a 4 KiB page";
+}
 
 TEST(Sharer, EncodesAppAndTask) {
     uint32_t s = cdsm_sharer(0x1234, 0);
