@@ -84,6 +84,7 @@ class FakeProc final : public ProcSource {
         return std::vector<std::uint32_t>{3};
     }
     std::optional<std::vector<std::uint32_t>> cpuset(pid_t) override { return std::nullopt; }
+    std::optional<std::string> cgroup(pid_t) override { return std::nullopt; }
     std::uint64_t now_ns() override { return 0; }
     std::uint64_t ticks_per_second() override { return 100; }
 };
@@ -245,6 +246,10 @@ TEST_F(ControlTest, ASlurmStepsApplicationCarriesItsJobStepAndUser) {
     EXPECT_EQ(list[0]["slurm"], (Json{{"job_id", 7}, {"step", "batch"}, {"user", "root"}}));
     EXPECT_EQ(list[1]["slurm"], nullptr);  // not tracked for a step's cgroup
     EXPECT_EQ(ask({{"cmd", "show"}, {"app", 1}})["slurm"]["job_id"], 7);
+    // A process tracked by pid whose first task is in a step's cgroup carries that step.
+    apps.at(2).task_cgroup = "/system.slice/slurmstepd.scope/job_8/step_0/user/task_1";
+    EXPECT_EQ(ask({{"cmd", "list"}})["apps"][1]["slurm"]["job_id"], 8);
+    EXPECT_EQ(ask({{"cmd", "show"}, {"app", 2}})["slurm"]["step"], "0");
 }
 
 TEST_F(ControlTest, TasksShowWhatCdsmdDoesWithEachTask) {

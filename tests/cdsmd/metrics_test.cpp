@@ -298,6 +298,9 @@ TEST(Metrics, GatherLeavesEndedApplicationsOut) {
     live.name = "lmp";
     live.cgroup = "/system.slice/slurmstepd.scope/job_9/step_batch/user";
     live.migrations = 4;
+    AppState& by_pid = apps[6];  // tracked by pid inside a job step
+    by_pid.info.app_id = 6;
+    by_pid.task_cgroup = "/system.slice/slurmstepd.scope/job_10/step_0/user/task_0";
     AppState& ended = apps[4];
     ended.info.app_id = 4;
     ended.ended_at = Clock::now();
@@ -309,8 +312,9 @@ TEST(Metrics, GatherLeavesEndedApplicationsOut) {
     cdsm_counters module{};
     module.faults = 99;
     const MetricsSnapshot s = gather_metrics(apps, counters, module);
-    ASSERT_EQ(s.apps.size(), 1u);
-    EXPECT_EQ(s.applications, 1u);
+    ASSERT_EQ(s.apps.size(), 2u);
+    EXPECT_EQ(s.applications, 2u);
+    EXPECT_EQ(s.apps[1].slurm, (SlurmStep{10, "0"}));
     const AppMetrics& a = s.apps[0];
     EXPECT_EQ(a.app_id, 3u);
     EXPECT_EQ(a.comm, "lmp");

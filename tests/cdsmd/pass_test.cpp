@@ -88,6 +88,7 @@ class RecordedSystem final : public KernelSource, public ProcSource, public Appl
         return it == mask_.end() ? std::nullopt : std::optional(it->second);
     }
     std::optional<std::vector<std::uint32_t>> cpuset(pid_t) override { return cpuset_; }
+    std::optional<std::string> cgroup(pid_t) override { return std::nullopt; }  // not recorded
     std::uint64_t now_ns() override { return now_; }
     std::uint64_t ticks_per_second() override { return 100; }
 

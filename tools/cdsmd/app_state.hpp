@@ -80,6 +80,9 @@ struct AppState {
     std::optional<Clock::time_point> ended_at;
     bool kept_ended = false;  ///< a dry run released nothing and said so once
     std::string cgroup;       ///< the cgroup v2 directory it was tracked for, if cdsmd tracked it
+    /// A pid or auto application's: its first task's cgroup v2 directory when cdsmd adopted it
+    /// (slurm_step.hpp: its job step, if any).
+    std::string task_cgroup;
     std::uint64_t passes = 0;
     std::uint64_t migrations = 0;
     double cost_current = 0;

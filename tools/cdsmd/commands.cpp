@@ -29,10 +29,9 @@ double seconds(const timeval& tv) {
     return double(tv.tv_sec) + double(tv.tv_usec) / 1e6;
 }
 
-// {"job_id", "step", "user"} of the Slurm step whose cgroup cdsmd tracked the application for,
-// else null.
+// {"job_id", "step", "user"} of the application's Slurm step (slurm_step.hpp), else null.
 Json slurm_json(const AppState& app) {
-    const auto step = slurm_step(app.cgroup);
+    const auto step = slurm_step(app);
     if (!step) return nullptr;
     return {{"job_id", step->job_id},
             {"step", step->step},

@@ -290,7 +290,7 @@ MetricsSnapshot gather_metrics(const std::map<std::uint32_t, AppState>& apps,
         a.name = app.name;
         a.comm = std::string(i.comm, strnlen(i.comm, sizeof(i.comm)));
         if (i.uid != kNoOwner) a.user = user_name(i.uid);
-        a.slurm = slurm_step(app.cgroup);
+        a.slurm = slurm_step(app);
         a.events = i.events;
         a.pages_rearmed = i.rearm_pages;
         a.tasks = i.nr_live_tasks;

@@ -22,6 +22,7 @@
 
 #include "atomic_file.hpp"
 #include "capabilities.hpp"
+#include "slurm_step.hpp"
 
 namespace cdsm::cdsmd {
 
@@ -264,6 +265,7 @@ AppState& Service::adopt(const cdsm_app_info& info, const std::string& name) {
         spdlog::info("{}: tracked ({}, root pid {}, uid {}, {} tasks)", app_label(info, app.name),
                      kernel::track_kind_name(info.kind), info.root_pid, info.uid, info.nr_tasks);
     }
+    read_task_cgroup(app, proc_);
     if (info.flags & CDSM_APP_ENDED) app.ended_at = Clock::now();
     return app;
 }

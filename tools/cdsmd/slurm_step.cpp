@@ -5,6 +5,9 @@
 #include <charconv>
 #include <vector>
 
+#include "app_state.hpp"
+#include "sources.hpp"
+
 namespace cdsm::cdsmd {
 
 namespace {
@@ -42,6 +45,15 @@ std::optional<SlurmStep> slurm_step(std::string_view cgroup) {
         return SlurmStep{job_id, std::string(name)};
     }
     return std::nullopt;
+}
+
+std::optional<SlurmStep> slurm_step(const AppState& app) {
+    return slurm_step(app.cgroup.empty() ? app.task_cgroup : app.cgroup);
+}
+
+void read_task_cgroup(AppState& app, ProcSource& proc) {
+    if (app.info.kind == CDSM_TRACK_CGROUP || app.info.root_pid <= 0) return;
+    app.task_cgroup = proc.cgroup(app.info.root_pid).value_or("");
 }
 
 }  // namespace cdsm::cdsmd

@@ -8,6 +8,9 @@
 
 namespace cdsm::cdsmd {
 
+struct AppState;
+class ProcSource;
+
 /// The Slurm job step a cgroup v2 directory belongs to.
 struct SlurmStep {
     std::uint64_t job_id = 0;
@@ -19,5 +22,14 @@ struct SlurmStep {
 /// it: ".../job_J/step_S[/user[/task_T]]" (e.g. /system.slice/slurmstepd.scope/job_7/step_0/user).
 /// nullopt for a path of no step (a job's own directory, anything not Slurm's).
 std::optional<SlurmStep> slurm_step(std::string_view cgroup);
+
+/// The job step of an application: of the cgroup cdsmd tracked it for, else of its first task's
+/// cgroup (AppState::task_cgroup: a process tracked by pid or by auto mode inside a step).
+std::optional<SlurmStep> slurm_step(const AppState& app);
+
+/// Reads a pid or auto application's first task's (its root process's) cgroup into
+/// app.task_cgroup, once: when cdsmd adopts it. Nothing for a cgroup application or a root
+/// process that is gone.
+void read_task_cgroup(AppState& app, ProcSource& proc);
 
 }  // namespace cdsm::cdsmd

@@ -69,6 +69,10 @@ std::optional<std::vector<std::uint32_t>> SystemProc::cpuset(pid_t tid) {
     return cgroup_allowed_cpus(tid);
 }
 
+std::optional<std::string> SystemProc::cgroup(pid_t pid) {
+    return procfs::cgroup(pid);
+}
+
 std::uint64_t SystemProc::now_ns() {
     return procfs::now_ns();
 }

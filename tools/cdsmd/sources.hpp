@@ -60,6 +60,8 @@ class ProcSource {
     virtual std::optional<std::vector<std::uint32_t>> affinity(pid_t tid) = 0;
     /// The CPUs the task's cgroup cpuset allows, nothing without a cpuset.
     virtual std::optional<std::vector<std::uint32_t>> cpuset(pid_t tid) = 0;
+    /// The process's cgroup v2 directory, relative to the cgroup2 root ("/a/b").
+    virtual std::optional<std::string> cgroup(pid_t pid) = 0;
     /// Nanoseconds since boot, and clock ticks per second (TaskStat::start_ticks).
     virtual std::uint64_t now_ns() = 0;
     virtual std::uint64_t ticks_per_second() = 0;
@@ -102,6 +104,7 @@ class SystemProc final : public ProcSource {
     std::optional<procfs::TaskStat> task_stat(pid_t tgid, pid_t tid) override;
     std::optional<std::vector<std::uint32_t>> affinity(pid_t tid) override;
     std::optional<std::vector<std::uint32_t>> cpuset(pid_t tid) override;
+    std::optional<std::string> cgroup(pid_t pid) override;
     std::uint64_t now_ns() override;
     std::uint64_t ticks_per_second() override;
 };
