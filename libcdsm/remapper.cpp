@@ -1,38 +1,76 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "cdsm/remapper.hpp"
 
+#include <cmath>
+#include <cstdint>
+
 #include "cdsm/cost.hpp"
 #include "cdsm/error.hpp"
 #include "cdsm/relabel.hpp"
+#include "placement_repair.hpp"
 
 namespace cdsm {
+
+double cost_difference_noise(const CommMatrix& matrix, const Placement& a, const Placement& b,
+                             const Distances& distances) {
+    double variance = 0;
+    matrix.for_each_pair([&](std::size_t i, std::size_t j, CommMatrix::Value v) {
+        const double d = double(distances(a[i], a[j])) - double(distances(b[i], b[j]));
+        variance += double(v) * d * d;
+    });
+    return std::sqrt(variance);
+}
 
 Remapper::Remapper(std::unique_ptr<Mapper> mapper, RemapOptions options)
     : mapper_(std::move(mapper)), options_(options) {
     if (!mapper_) throw Error("remapper", "needs a mapper");
     if (!(options_.min_gain >= 0 && options_.min_gain < 1))
         throw Error("remapper", "min_gain must be in [0, 1)");
+    if (!(options_.min_gain_sigma >= 0 && options_.min_gain_sigma <= 100))
+        throw Error("remapper", "min_gain_sigma must be in [0, 100]");
 }
 
 RemapDecision Remapper::decide(const CommMatrix& matrix, const Topology& topology,
                                const Distances& distances, const Placement& current) const {
+    return decide(matrix, topology, distances, current, current.is_stacked(topology.pu_count()));
+}
+
+RemapDecision Remapper::decide(const CommMatrix& matrix, const Topology& topology,
+                               const Distances& distances, const Placement& current,
+                               bool stacked) const {
     const MappingProblem problem{matrix, topology, distances, &current};
     check_problem(problem);
     RemapDecision d;
     const Placement proposed = relabel_to_minimise_moves(mapper_->map(problem), current, topology);
     d.current_cost = mapping_cost(matrix, current, distances);
     d.proposed_cost = mapping_cost(matrix, proposed, distances);
-    // Strictly cheaper, and by the margin: an equally good placement (a cost of 0 -> 0, or the
-    // same cost on another symmetric PU set) is never worth a migration.
-    const bool better = d.proposed_cost < d.current_cost &&
-                        d.proposed_cost <= (1 - options_.min_gain) * d.current_cost;
-    if (better || current.is_stacked(topology.pu_count())) {
-        d.placement = proposed;
-        d.moved = proposed.moves_from(current);
-        d.changed = d.moved > 0;
-    } else {
-        d.placement = current;
+    d.placement = current;
+    if (stacked) {
+        // Tasks wait for each other: spread them, whatever it costs, but at the least cost of
+        // two unstacked placements: the mapper's, or the current one with only stacked tasks
+        // moved, each to the free PU where it costs least (usually the fewer migrations).
+        std::vector<PuId> pus(current.pus().begin(), current.pus().end());
+        detail::rebalance(pus, CommGraph(matrix, PruneOptions{SIZE_MAX, 0}), distances);
+        const Placement spread(std::move(pus));
+        const double spread_cost = mapping_cost(matrix, spread, distances);
+        const bool take_spread = spread_cost < d.proposed_cost ||
+                                 (spread_cost == d.proposed_cost &&
+                                  spread.moves_from(current) <= proposed.moves_from(current));
+        d.placement = take_spread ? spread : proposed;
+        d.proposed_cost = take_spread ? spread_cost : d.proposed_cost;
+        d.spread = true;
+    } else if (d.proposed_cost < d.current_cost &&
+               d.proposed_cost <= (1 - options_.min_gain) * d.current_cost) {
+        // Strictly cheaper, and by the margin: an equally good placement (a cost of 0 -> 0, or
+        // the same cost on another symmetric PU set) is never worth a migration. And more than
+        // counting noise, when asked.
+        if (options_.min_gain_sigma > 0)
+            d.noise = cost_difference_noise(matrix, current, proposed, distances);
+        if (d.current_cost - d.proposed_cost > options_.min_gain_sigma * d.noise)
+            d.placement = proposed;
     }
+    d.moved = d.placement.moves_from(current);
+    d.changed = d.moved > 0;
     return d;
 }
 

@@ -57,6 +57,9 @@ admin_group = "root"
 [mapping]
 algorithm = "compact"
 min_gain = 0.1
+min_gain_sigma = 1.5
+settle_ms = 250
+settle_max_ms = 5000
 interval_min_ms = 20
 interval_max_ms = 500
 idle_cpu = 0.25
@@ -83,6 +86,9 @@ min_threads = 8
     EXPECT_EQ(parse_config("[daemon]\nadmin_group = \"4711\"\n", "t").admin_gid, 4711u);
     EXPECT_EQ(parse_config("", "t").admin_gid, std::nullopt);
     EXPECT_EQ(c.algorithm, "compact");
+    EXPECT_DOUBLE_EQ(c.min_gain_sigma, 1.5);
+    EXPECT_EQ(c.settle_ms, 250u);
+    EXPECT_EQ(c.settle_max_ms, 5000u);
     EXPECT_EQ(c.interval.min_ms, 20u);
     EXPECT_EQ(c.interval.max_ms, 500u);
     EXPECT_EQ(c.launchers, std::vector<std::string>{"mpirun"});
@@ -129,6 +135,10 @@ TEST(Config, ValuesOutOfRangeAreRefused) {
     EXPECT_NE(error_of("[mapping]\nalgorithm = \"magic\"\n").find("magic"), std::string::npos);
     EXPECT_EQ(error_of("[mapping]\nmin_gain = 1.5\n"),
               "test.toml: mapping.min_gain must be in [0, 1)");
+    EXPECT_EQ(error_of("[mapping]\nmin_gain_sigma = -1\n"),
+              "test.toml: mapping.min_gain_sigma must be in [0, 100]");
+    EXPECT_EQ(error_of("[mapping]\nsettle_ms = 700000\n"),
+              "test.toml: mapping.settle_ms and settle_max_ms must be at most 600000 (10 minutes)");
     EXPECT_EQ(error_of("[mapping]\nidle_cpu = 2\n"),
               "test.toml: mapping.idle_cpu must be in [0, 1] (a fraction of one CPU)");
     EXPECT_EQ(error_of("[mapping]\ninterval_min_ms = 3000\n"),

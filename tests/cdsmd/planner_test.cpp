@@ -22,6 +22,13 @@ CommMatrix pairs() {
     return m;
 }
 
+// Each task bound to the one CPU it runs on (as cdsmd or a launcher binds).
+std::vector<std::vector<std::uint32_t>> pinned(const std::vector<std::uint32_t>& cpus) {
+    std::vector<std::vector<std::uint32_t>> masks;
+    for (std::uint32_t c : cpus) masks.push_back({c});
+    return masks;
+}
+
 std::uint32_t package(std::uint32_t cpu) {
     return cpu / 4;
 }  // synthetic: OS = logical order
@@ -41,7 +48,8 @@ TEST(Planner, RepairsABadStartAndMatchesTheMapperOnTheTrueMatrix) {
     const Planner p = lab();
     // Partners on different packages (what --pin-bad does).
     const std::vector<std::uint32_t> bad = {0, 1, 2, 3, 5, 4, 7, 6};
-    const Plan plan = p.plan(pairs(), bad, p.machine_cpus(), "scotch", 0.05);
+    const Plan plan = p.plan(pairs(), bad, pinned(bad), p.machine_cpus(), "scotch",
+                             RemapOptions{.min_gain = 0.05});
     EXPECT_TRUE(plan.changed);
     EXPECT_EQ(plan.why, MoveReason::kCheaper);
     EXPECT_GT(plan.moved, 0u);
@@ -67,7 +75,8 @@ TEST(Planner, NeverMovesForAnEquallyGoodPlacement) {
         m.set(i, 15 - i, 500);
         shared[i] = shared[15 - i] = (i * 3) % 8;
     }
-    const Plan plan = p.plan(m, shared, p.machine_cpus(), "scotch", 0.05);
+    const Plan plan = p.plan(m, shared, pinned(shared), p.machine_cpus(), "scotch",
+                             RemapOptions{.min_gain = 0.05});
     EXPECT_EQ(plan.cost_before, 0);
     EXPECT_FALSE(plan.changed);
     EXPECT_EQ(plan.why, MoveReason::kNone);
@@ -84,12 +93,60 @@ TEST(Planner, SpreadsTasksStackedOnACpuWhileOthersAreFree) {
     m.set(1, 2, 100);
     m.set(0, 2, 100);
     const std::vector<std::uint32_t> stacked = {5, 7, 6, 7};
-    const Plan plan = p.plan(m, stacked, p.machine_cpus(), "scotch", 0.05);
+    const Plan plan = p.plan(m, stacked, pinned(stacked), p.machine_cpus(), "scotch",
+                             RemapOptions{.min_gain = 0.05});
     EXPECT_TRUE(plan.changed);
     EXPECT_EQ(plan.why, MoveReason::kSpread);
     std::vector<std::uint32_t> cpus = plan.target_cpus;
     std::sort(cpus.begin(), cpus.end());
     EXPECT_EQ(std::adjacent_find(cpus.begin(), cpus.end()), cpus.end()) << "still stacked";
+}
+
+TEST(Planner, TasksFreeToRunElsewhereAreNotStackedWhereTheyRanLast) {
+    // The same tasks, each free to run on every CPU of its package (mpirun's default binding):
+    // two seen on CPU 7 at one moment are spread by the scheduler, not stacked. A move needs a
+    // gain (in the VM lab cdsmd "spread" 8 ranks so on a matrix of their start-up, cost 312 ->
+    // 0, and moved 4 of them again when they talked).
+    const Planner p = lab();
+    CommMatrix m(4);
+    m.set(0, 3, 100);
+    m.set(1, 3, 100);
+    m.set(1, 2, 100);
+    m.set(0, 2, 100);
+    const std::vector<std::uint32_t> seen = {5, 7, 6, 7};
+    const std::vector<std::vector<std::uint32_t>> package1(4, {4, 5, 6, 7});
+    const Plan plan =
+        p.plan(m, seen, package1, p.machine_cpus(), "scotch", RemapOptions{.min_gain = 0.05});
+    EXPECT_NE(plan.why, MoveReason::kSpread);
+    EXPECT_FALSE(plan.changed);  // the pairs cost nothing where they ran: no gain
+    // Bound to two CPUs, four tasks wait for each other.
+    const std::vector<std::vector<std::uint32_t>> two(4, {6, 7});
+    EXPECT_EQ(p.plan(m, seen, two, p.machine_cpus(), "scotch", RemapOptions{.min_gain = 0.05}).why,
+              MoveReason::kSpread);
+}
+
+TEST(Planner, CrowdedMasks) {
+    const std::vector<std::uint32_t> all = {0, 1, 2, 3, 4, 5, 6, 7};
+    using Masks = std::vector<std::vector<std::uint32_t>>;
+    EXPECT_FALSE(crowded(Masks(4, {0, 1, 2, 3}), all));
+    EXPECT_TRUE(crowded(Masks(5, {0, 1, 2, 3}), all));  // 5 tasks on 4 CPUs, 4 CPUs idle
+    EXPECT_TRUE(crowded(Masks{{7}, {7}, {1}}, all));
+    EXPECT_FALSE(crowded(Masks{{7}, {6}, {1}}, all));
+    EXPECT_FALSE(crowded(Masks(3, {7}), {7}));                // nowhere else to go
+    EXPECT_TRUE(crowded(Masks(3, {0, 1, 2, 3}), {2, 3, 4}));  // 2 of its CPUs available
+    // Two tasks pinned to CPU 7 beside six free to go anywhere: CPU 7's pair still waits.
+    Masks pinned_pair(6, all);
+    pinned_pair.push_back({7});
+    pinned_pair.push_back({7});
+    EXPECT_TRUE(crowded(pinned_pair, all));
+    // More tasks than CPUs: crowded only when a CPU is left without any (14 ranks and helpers
+    // bound by socket to 8 CPUs are not; 10 tasks on one package while the other idles are).
+    Masks by_socket(7, {0, 1, 2, 3});
+    by_socket.insert(by_socket.end(), 7, {4, 5, 6, 7});
+    EXPECT_FALSE(crowded(by_socket, all));
+    EXPECT_TRUE(crowded(Masks(10, {0, 1, 2, 3}), all));
+    // A matching found only by moving an earlier task: {0,1} {0} {1,2}.
+    EXPECT_FALSE(crowded(Masks{{0, 1}, {0}, {1, 2}}, {0, 1, 2}));
 }
 
 TEST(Planner, AnUnevenOverSubscribedPlacementMovesOnlyForAGain) {
@@ -100,7 +157,8 @@ TEST(Planner, AnUnevenOverSubscribedPlacementMovesOnlyForAGain) {
     std::vector<std::uint32_t> uneven;
     for (std::uint32_t i = 0; i < 15; ++i)
         uneven.push_back(i < 8 ? i : (i - 8) % 6);  // PU 0: 3 tasks
-    const Plan plan = p.plan(silent, uneven, p.machine_cpus(), "scotch", 0.05);
+    const Plan plan = p.plan(silent, uneven, pinned(uneven), p.machine_cpus(), "scotch",
+                             RemapOptions{.min_gain = 0.05});
     EXPECT_FALSE(plan.changed);
     EXPECT_EQ(plan.target_cpus, uneven);
 }
@@ -108,7 +166,8 @@ TEST(Planner, AnUnevenOverSubscribedPlacementMovesOnlyForAGain) {
 TEST(Planner, KeepsAGoodPlacement) {
     const Planner p = lab();
     const std::vector<std::uint32_t> good = {0, 2, 4, 6, 3, 1, 7, 5};
-    const Plan plan = p.plan(pairs(), good, p.machine_cpus(), "scotch", 0.05);
+    const Plan plan = p.plan(pairs(), good, pinned(good), p.machine_cpus(), "scotch",
+                             RemapOptions{.min_gain = 0.05});
     EXPECT_FALSE(plan.changed);
     EXPECT_EQ(plan.target_cpus, good);
     EXPECT_DOUBLE_EQ(plan.cost_after, plan.cost_before);
@@ -121,7 +180,8 @@ TEST(Planner, StaysInsideTheAvailableCpus) {
     m.set(2, 3, 100);
     const std::vector<std::uint32_t> available = {4, 5, 6, 7};
     // Tasks running outside the available set must all move into it.
-    const Plan plan = p.plan(m, {0, 1, 2, 3}, available, "scotch", 0.05, true);
+    const Plan plan = p.plan(m, {0, 1, 2, 3}, pinned({0, 1, 2, 3}), available, "scotch",
+                             RemapOptions{.min_gain = 0.05}, true);
     EXPECT_TRUE(plan.changed);
     EXPECT_EQ(plan.why, MoveReason::kOutside);
     EXPECT_EQ(plan.moved, 4u);
@@ -136,7 +196,8 @@ TEST(Planner, AMarginalGainIsNotWorthAMigration) {
     CommMatrix m(4);
     m.set(0, 1, 100);
     m.set(2, 3, 100);
-    const Plan plan = p.plan(m, {0, 1, 2, 3}, p.machine_cpus(), "scotch", 0.05);
+    const Plan plan = p.plan(m, {0, 1, 2, 3}, pinned({0, 1, 2, 3}), p.machine_cpus(), "scotch",
+                             RemapOptions{.min_gain = 0.05});
     EXPECT_FALSE(plan.changed);
 }
 

@@ -61,6 +61,25 @@ TEST(Classify, ExitedLauncherAndIdleTasksAreNot) {
     EXPECT_EQ(classify(t, c), TaskRole::kIdle);
 }
 
+TEST(Classify, BusyAndIdleWithHysteresis) {
+    // A helper thread whose share hovers around idle_cpu (0.10) must not enter and leave the
+    // placement pass after pass: it becomes busy when busy in both of its last two windows, and
+    // idle again only below half of idle_cpu in both.
+    const Config c;
+    TaskFacts t = busy();
+    t.runnable = 0.3;       // the larger of its two windows
+    t.runnable_min = 0.05;  // one window nearly idle
+    EXPECT_EQ(classify(t, c), TaskRole::kIdle);
+    t.runnable_min = 0.12;
+    EXPECT_EQ(classify(t, c), TaskRole::kPlace);
+    t.busy_before = true;
+    t.runnable = 0.07;  // below idle_cpu, above half of it: still busy
+    t.runnable_min = 0.02;
+    EXPECT_EQ(classify(t, c), TaskRole::kPlace);
+    t.runnable = 0.04;
+    EXPECT_EQ(classify(t, c), TaskRole::kIdle);
+}
+
 TEST(Classify, AMaskSomeoneElseChangedMeansLeaveItAlone) {
     const Config c;
     TaskFacts t = busy();

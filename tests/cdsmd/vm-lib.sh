@@ -32,7 +32,7 @@ setup() {
 		state_file = "/run/cdsm/state.json"
 		log_level = "debug"
 		[mapping]
-		release_ended_after_ms = 1000
+		release_ended_after_ms = ${CDSM_RELEASE_MS:-1000}
 		${1:-}
 	EOT
 }

@@ -158,6 +158,70 @@ TEST(Remapper, ReplacesAnUnbalancedPlacement) {
     EXPECT_TRUE(d.placement.is_balanced(8));
 }
 
+TEST(Remapper, SpreadsStackedTasksAtTheLeastCostNotTheMappersWhateverItCosts) {
+    // Three pairs, each on one core, but the first pair stacked on one PU while its core's
+    // other PU is free. A mapper that scatters every pair across the packages is what the
+    // remapper used to take because the current placement was stacked (cdsmd once raised the
+    // cost by 14 % so); moving the one stacked task to the free sibling PU costs least.
+    const Target s(test::small_machine());
+    CommMatrix m(6);
+    for (std::size_t t = 0; t < 6; t += 2) m.set(t, t + 1, 100);
+    const Placement current(std::vector<PuId>{0, 0, 2, 3, 4, 5});
+    ASSERT_TRUE(current.is_stacked(8));
+    const Remapper scatter(make_mapper("scatter"), RemapOptions{});
+    const RemapDecision d = scatter.decide(m, s.topology, s.distances, current);
+    EXPECT_TRUE(d.changed);
+    EXPECT_TRUE(d.spread);
+    EXPECT_FALSE(d.placement.is_stacked(8));
+    EXPECT_EQ(d.moved, 1u);
+    EXPECT_EQ(d.proposed_cost, s.cost(m, d.placement));
+    EXPECT_EQ(s.cost(m, d.placement), s.cost(m, s.map(ExhaustiveMapper(), m)));
+}
+
+TEST(Remapper, AGainWithinItsCountingNoiseIsNoReasonToMigrate) {
+    // Two pairs, each split across the packages: placing each pair on one core is far cheaper.
+    // With 3 events per pair that is still within the noise of so few events (one sample may
+    // have them, the next not); with 300 per pair it is not.
+    const Target s(test::small_machine());
+    const Placement split(std::vector<PuId>{0, 4, 2, 6});
+    const Remapper sceptic(std::make_unique<ScotchMapper>(),
+                           RemapOptions{.min_gain = 0.05, .min_gain_sigma = 3});
+    for (const CommMatrix::Value events : {3u, 300u}) {
+        CommMatrix m(4);
+        m.set(0, 1, events);
+        m.set(2, 3, events);
+        const RemapDecision d = sceptic.decide(m, s.topology, s.distances, split);
+        const RemapDecision eager = scotch_remapper().decide(m, s.topology, s.distances, split);
+        EXPECT_TRUE(eager.changed) << events;
+        EXPECT_EQ(d.changed, events == 300u) << events << " noise " << d.noise;
+        EXPECT_DOUBLE_EQ(d.noise, cost_difference_noise(m, split, eager.placement, s.distances));
+        EXPECT_GT(d.noise, 0);
+    }
+    // Spreading stacked tasks needs no significance.
+    CommMatrix few(4);
+    few.set(0, 1, 1);
+    EXPECT_TRUE(
+        sceptic.decide(few, s.topology, s.distances, Placement(std::vector<PuId>{0, 0, 2, 3}))
+            .changed);
+}
+
+TEST(Remapper, SpreadsStackedTasksNoCostlierThanTheMapperWould) {
+    // Whatever the start, a stacked placement is replaced by an unstacked one that costs no
+    // more than the mapper's own (relabelled) proposal.
+    const Target s(machine("32em64t-2n8c2t-pci-noio.xml"));
+    for (const auto& [name, m] : patterns::suite(24)) {
+        std::vector<PuId> pus;
+        for (PuId t = 0; t < 24; ++t) pus.push_back(t % 12);  // 12 PUs hold two tasks each
+        const Placement current(pus);
+        const RemapDecision d = scotch_remapper().decide(m, s.topology, s.distances, current);
+        const Placement mapped =
+            relabel_to_minimise_moves(s.map(ScotchMapper(), m, &current), current, s.topology);
+        EXPECT_TRUE(d.spread) << name;
+        EXPECT_FALSE(d.placement.is_stacked(32)) << name;
+        EXPECT_LE(s.cost(m, d.placement), s.cost(m, mapped)) << name;
+    }
+}
+
 TEST(Remapper, AnUnevenOverSubscribedPlacementMovesOnlyForAGain) {
     // 15 tasks on 8 PUs, every PU busy, PU 0 with 3: not balanced, but no task waits while a
     // PU is free, and when nothing communicates no placement is better (cdsmd once moved 4 of

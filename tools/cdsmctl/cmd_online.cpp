@@ -84,7 +84,8 @@ int show_tasks(CdsmdClient& client, const std::string& app, bool json, std::ostr
         print_json(out, reply);
         return 0;
     }
-    Table table({"INDEX", "TID", "PID", "RANK", "COMM", "CPU", "AFFINITY", "PLACED", "STATE"});
+    Table table(
+        {"INDEX", "TID", "PID", "RANK", "COMM", "CPU", "AFFINITY", "PLACED", "MOVES", "STATE"});
     for (const auto& t : field(reply, "tasks")) {
         std::string state = field(t, "exited") == true ? "exited" : "running";
         if (field(t, "left_alone") == true)
@@ -93,7 +94,8 @@ int show_tasks(CdsmdClient& client, const std::string& app, bool json, std::ostr
                                            : std::string());
         table.add({cell(field(t, "index")), cell(field(t, "tid")), cell(field(t, "pid")),
                    cell(field(t, "rank")), cell(field(t, "comm")), cell(field(t, "cpu")),
-                   cpu_list_of(field(t, "affinity")), cell(field(t, "placed_pu")), state});
+                   cpu_list_of(field(t, "affinity")), cell(field(t, "placed_pu")),
+                   t.contains("moves") ? cell(field(t, "moves")) : std::string("-"), state});
     }
     table.print(out);
     return 0;

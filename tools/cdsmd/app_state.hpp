@@ -83,8 +83,18 @@ struct AppState {
     /// A pid or auto application's: its first task's cgroup v2 directory when cdsmd adopted it
     /// (slurm_step.hpp: its job step, if any).
     std::string task_cgroup;
+    /// The tasks to place as the last timer pass saw them (tids, masks, commands), and since
+    /// when they have looked so: placements wait until they settled (mapping.settle_ms).
+    std::string task_set;
+    std::uint64_t task_set_since_ns = 0;
+    std::uint64_t first_seen_ns = 0;  ///< when a timer pass first saw tasks to place
+    /// The tasks for which the last pass proposed a placement that only lowers the cost, not
+    /// applied yet: the next pass applies its own proposal if it also finds one for them.
+    std::vector<pid_t> pending_tids;
     std::uint64_t passes = 0;
     std::uint64_t migrations = 0;
+    /// Times cdsmd migrated each task, kept after the task exited (tasks: moves).
+    std::map<pid_t, std::uint32_t> moves;
     double cost_current = 0;
     double cost_best = 0;
     std::uint64_t last_mapped_ns = 0;

@@ -114,6 +114,7 @@ Json Commands::tasks_json(AppState& app) {
                   {"affinity", mask ? Json(*mask) : Json::array()},
                   {"exited", exited || !stat},
                   {"placed_pu", nullptr},
+                  {"moves", app.moves.count(t.tid) ? app.moves.at(t.tid) : 0u},
                   {"left_alone", false},
                   {"reason", nullptr}};
         if (st != app.tasks.end() && !j["exited"].get<bool>()) {

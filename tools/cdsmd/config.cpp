@@ -151,11 +151,14 @@ void read_daemon(TableReader& t, Config& c) {
 void read_mapping(TableReader& t, Config& c, std::string_view source) {
     t.get("algorithm", c.algorithm);
     t.get("min_gain", c.min_gain);
+    t.get("min_gain_sigma", c.min_gain_sigma);
     t.get("min_events", c.min_events);
     t.get("interval_min_ms", c.interval.min_ms);
     t.get("interval_max_ms", c.interval.max_ms);
     t.get("interval_step_ms", c.interval.step_ms);
     t.get("idle_cpu", c.idle_cpu);
+    t.get("settle_ms", c.settle_ms);
+    t.get("settle_max_ms", c.settle_max_ms);
     t.get("launchers", c.launchers);
     t.get("age_after_migration", c.age_after_migration);
     t.get("release_ended_after_ms", c.release_ended_after_ms);
@@ -176,8 +179,15 @@ void read_mapping(TableReader& t, Config& c, std::string_view source) {
     if (!(c.min_gain >= 0 && c.min_gain < 1)) {
         throw Error(where, "mapping.min_gain must be in [0, 1)");
     }
+    if (!(c.min_gain_sigma >= 0 && c.min_gain_sigma <= 100)) {
+        throw Error(where, "mapping.min_gain_sigma must be in [0, 100]");
+    }
     if (!(c.idle_cpu >= 0 && c.idle_cpu <= 1)) {
         throw Error(where, "mapping.idle_cpu must be in [0, 1] (a fraction of one CPU)");
+    }
+    if (c.settle_ms > 600000 || c.settle_max_ms > 600000) {
+        throw Error(where,
+                    "mapping.settle_ms and settle_max_ms must be at most 600000 (10 minutes)");
     }
     if (c.interval.min_ms == 0 || c.interval.min_ms > c.interval.max_ms) {
         throw Error(where,

@@ -70,11 +70,21 @@ struct Config {
 
     std::string algorithm{mapper_names().front()};
     double min_gain = 0.05;
+    /// ... and by more than this many standard deviations of its counting noise
+    /// (RemapOptions::min_gain_sigma).
+    double min_gain_sigma = 3;
     /// Do not map before the tasks to place exchanged this many events: placements drawn from
     /// a handful of faults are noise and would migrate for nothing.
     std::uint32_t min_events = 20;
     IntervalConfig interval;
     double idle_cpu = 0.10;  ///< a task runnable less than this share of the time is idle
+    /// A placement is applied only once the tasks to place, their masks and their processes'
+    /// commands have stayed the same for half the time cdsmd has seen the application, at least
+    /// settle_ms and at most settle_max_ms: a starting MPI job creates threads, execs, and has
+    /// its masks changed by its launcher and libraries for a while (tens of seconds under
+    /// emulation), with lulls in between.
+    std::uint32_t settle_ms = 1000;
+    std::uint32_t settle_max_ms = 10000;
     std::vector<std::string> launchers = {"mpirun", "mpiexec",        "orterun", "orted",
                                           "prted",  "prterun",        "prte",    "slurmstepd",
                                           "srun",   "hydra_pmi_proxy"};

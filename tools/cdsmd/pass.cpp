@@ -35,6 +35,8 @@ TaskRole classify_task(TaskState& ts, const TaskReading& r, const std::string& p
     f.process_comm = process_comm;
     const std::uint64_t start_ns = r.stat.start_ticks * tick_ns;
     f.runnable = ts.runnable.update(r.stat.runnable_ns, start_ns, now);
+    f.runnable_min = ts.runnable.steady();
+    f.busy_before = ts.role == TaskRole::kPlace;
     f.age_s = now > start_ns ? double(now - start_ns) / 1e9 : 0;
     f.bound_cpu = ts.bound_cpu;
     f.foreign_before = ts.foreign;
@@ -100,14 +102,13 @@ void log_plan(const std::string& label, const CommMatrix& sub, const Classified&
 // record: the plan in the decision (the CPU of each task by matrix index, null for those not
 // placed) and the application's costs.
 void record_plan(AppState& app, Json& d, const Classified& tasks, const Plan& plan,
-                 std::size_t task_count, const MapRequest& req) {
+                 std::size_t task_count, const MapRequest& req, bool placing) {
     app.planned = true;
     d["cost_before"] = plan.cost_before;
     d["cost_after"] = plan.cost_after;
     d["changed"] = plan.changed;
     if (req.baselines) d["baselines"] = plan.baselines;
-    app.cost_current =
-        plan.changed && req.apply && app.mode == AppMode::kMap ? plan.cost_after : plan.cost_before;
+    app.cost_current = plan.changed && placing ? plan.cost_after : plan.cost_before;
     app.cost_best = plan.cost_after;
     Json placement = Json::array();
     for (std::size_t k = 0; k < task_count; ++k) placement.push_back(nullptr);
@@ -263,6 +264,7 @@ Applied apply_plan(AppState& app, const Classified& tasks, const Plan& plan, boo
         const std::size_t k = slot[tid];
         out.moved.push_back({{"tid", tid}, {"from", tasks.masks[k]}, {"to", plan.target_cpus[k]}});
         app.tasks[tid].bound_cpu = plan.target_cpus[k];
+        ++app.moves[tid];
     }
     for (pid_t tid : r.unchanged) app.tasks[tid].bound_cpu = plan.target_cpus[slot[tid]];
     for (pid_t tid : r.vanished) app.tasks.erase(tid);  // exited mid-migration
@@ -325,6 +327,49 @@ void record_claims(AppState& app, const Classified& tasks, const Plan& plan, boo
     }
 }
 
+// ---- settle and confirm --------------------------------------------------------------------
+
+std::string task_set_signature(const Classified& tasks,
+                               const std::map<pid_t, std::string>& process_comm) {
+    std::string s;
+    for (std::size_t k = 0; k < tasks.tids.size(); ++k)
+        s += fmt::format("{}:{};", tasks.tids[k], fmt::join(tasks.masks[k], ","));
+    for (const auto& [tgid, comm] : process_comm) s += fmt::format("{}={};", tgid, comm);
+    return s;
+}
+
+// How much longer the tasks to place must stay as they are: half the time cdsmd has seen them,
+// within [settle_ms, settle_max_ms], since they last changed.
+std::uint64_t unsettled_ns(AppState& app, const std::string& signature, std::uint64_t now,
+                           const Config& config) {
+    constexpr std::uint64_t kMs = 1000000;
+    if (!app.first_seen_ns) app.first_seen_ns = now;
+    const std::uint64_t settle_ns =
+        std::clamp((now - std::min(now, app.first_seen_ns)) / 2, config.settle_ms * kMs,
+                   std::max(config.settle_ms, config.settle_max_ms) * kMs);
+    if (signature != app.task_set) {
+        app.task_set = signature;
+        app.task_set_since_ns = now;
+    }
+    const std::uint64_t settled = now - std::min(now, app.task_set_since_ns);
+    return settled >= settle_ns ? 0 : settle_ns - settled;
+}
+
+bool confirmed(AppState& app, const Classified& tasks, const Plan& plan) {
+    if (!plan.changed || plan.why != MoveReason::kCheaper) {
+        app.pending_tids.clear();
+        return true;
+    }
+    // The same tasks: the proposals may differ between equally good placements (Scotch on a
+    // slightly different matrix), but two passes in a row found a gain beyond the margins.
+    if (app.pending_tids == tasks.tids) {
+        app.pending_tids.clear();
+        return true;
+    }
+    app.pending_tids = tasks.tids;
+    return false;
+}
+
 // ---- the pass ------------------------------------------------------------------------------
 
 PassResult map_pass(AppState& app, const MapRequest& req, PassContext& context) {
@@ -341,9 +386,11 @@ PassResult map_pass(AppState& app, const MapRequest& req, PassContext& context) 
     d = {{"app_id", app.info.app_id},   {"name", app.name}, {"algorithm", algorithm},
          {"mode", mode_name(app.mode)}, {"applied", false}, {"changed", false}};
     bool waiting = false;
+    std::optional<std::chrono::milliseconds> next_in;  // sooner than the interval says
     const auto finish = [&](bool changed) {
         if (req.from_timer && !waiting) app.interval.update(changed);
         app.due = Clock::now() + (waiting ? kWaitingInterval : app.interval.current());
+        if (next_in) app.due = std::min(app.due, Clock::now() + *next_in);
         app.last_mapped_ns = context.proc.now_ns();
         d["interval_ms"] = app.interval.current().count();
         app.last = d;
@@ -379,18 +426,39 @@ PassResult map_pass(AppState& app, const MapRequest& req, PassContext& context) 
     if (sub.total() < config.min_events)
         return skip(not_enough_events(sub.total(), config.min_events));
 
+    // A timer's pass waits until the tasks to place stopped changing: each change while an MPI
+    // job starts (threads created, ranks exec'd, masks set by mpirun and libpsm2) would be a
+    // migration of its own. (A request's pass maps what it sees.)
+    if (const std::uint64_t wait_ns =
+            req.from_timer
+                ? unsettled_ns(app, task_set_signature(tasks, seen.process_comm), now, config)
+                : 0) {
+        next_in = std::chrono::milliseconds(wait_ns / 1000000 + 1);
+        return skip(
+            fmt::format("the tasks to place changed {:.0f} ms ago; waiting {:.0f} ms more for "
+                        "them to settle (mapping.settle_ms, settle_max_ms)",
+                        double(now - app.task_set_since_ns) / 1e6, double(wait_ns) / 1e6),
+            true);
+    }
+
     const Arbitration cpus =
         arbitrate(allowed_cpus(context.planner, context.proc, tasks.tids.front()),
                   context.claimed_by_others, tasks.foreign_cpus, tasks.tids.size());
     if (!cpus.refused.empty()) return skip(cpus.refused);
 
-    const Plan plan = context.planner.plan(sub, tasks.current, cpus.available, algorithm,
-                                           config.min_gain, req.baselines);
+    const Plan plan = context.planner.plan(
+        sub, tasks.current, tasks.masks, cpus.available, algorithm,
+        RemapOptions{.min_gain = config.min_gain, .min_gain_sigma = config.min_gain_sigma},
+        req.baselines);
     log_plan(label, sub, tasks, plan);
-    record_plan(app, d, tasks, plan, seen.tasks.size(), req);
 
-    // A detect application is planned and recorded, never placed.
-    const bool place = req.apply && !context.dry_run && app.mode == AppMode::kMap;
+    // A detect application is planned and recorded, never placed. A placement that only lowers
+    // the cost waits for the next timer pass to propose the same: one pass's matrix may be noise.
+    const bool confirm = !req.from_timer || confirmed(app, tasks, plan);
+    const bool place = req.apply && !context.dry_run && app.mode == AppMode::kMap && confirm;
+    record_plan(app, d, tasks, plan, seen.tasks.size(), req,
+                req.apply && app.mode == AppMode::kMap && confirm);
+    if (!confirm) d["pending"] = true;
     const Applied applied = apply_plan(app, tasks, plan, place && plan.changed, context);
     if (!applied.moved.empty()) record_migration(app, tasks, plan, applied.moved, context);
     result.moved = applied.moved.size();
@@ -399,8 +467,13 @@ PassResult map_pass(AppState& app, const MapRequest& req, PassContext& context) 
     d["failed"] = applied.failed;
     if (app.mode == AppMode::kDetect)
         app.claimed.clear();  // it holds no CPU: other applications may place tasks there
-    else
+    else if (confirm)
         record_claims(app, tasks, plan, place && !plan.changed, context.dry_run);
+    else {
+        Plan kept;  // the placement now: a proposal not confirmed yet claims nothing more
+        kept.target_cpus = tasks.current;
+        record_claims(app, tasks, kept, false, context.dry_run);
+    }
     // A detect application's plan differs from its placement at every pass: its interval grows
     // as a settled application's does.
     return finish(plan.changed && app.mode == AppMode::kMap);

@@ -20,6 +20,37 @@ CommMatrix submatrix(const CommMatrix& m, const std::vector<std::uint32_t>& indi
     return out;
 }
 
+bool crowded(const std::vector<std::vector<std::uint32_t>>& masks,
+             const std::vector<std::uint32_t>& available) {
+    // A maximum matching of tasks to CPUs (Kuhn's augmenting paths; a task's first free CPU is
+    // taken at once, so wide masks cost little): crowded when it is smaller than the smaller side.
+    std::vector<std::vector<std::size_t>> can(masks.size());
+    for (std::size_t t = 0; t < masks.size(); ++t)
+        for (std::size_t c = 0; c < available.size(); ++c)
+            if (std::find(masks[t].begin(), masks[t].end(), available[c]) != masks[t].end())
+                can[t].push_back(c);
+    constexpr std::size_t kFree = SIZE_MAX;
+    std::vector<std::size_t> task_on(available.size(), kFree);
+    std::vector<char> seen;
+    const auto augment = [&](auto&& self, std::size_t t) -> bool {
+        for (std::size_t c : can[t]) {
+            if (seen[c]) continue;
+            seen[c] = 1;
+            if (task_on[c] == kFree || self(self, task_on[c])) {
+                task_on[c] = t;
+                return true;
+            }
+        }
+        return false;
+    };
+    std::size_t matched = 0;
+    for (std::size_t t = 0; t < masks.size(); ++t) {
+        seen.assign(available.size(), 0);
+        matched += augment(augment, t) ? 1 : 0;
+    }
+    return matched < std::min(masks.size(), available.size());
+}
+
 Planner::Planner(Topology machine, LevelCosts costs)
     : machine_(std::move(machine)), costs_(costs), distances_(machine_, costs_) {}
 
@@ -76,8 +107,9 @@ std::string_view reason_note(MoveReason reason) noexcept {
 }
 
 Plan Planner::plan(const CommMatrix& matrix, const std::vector<std::uint32_t>& current_cpus,
+                   const std::vector<std::vector<std::uint32_t>>& masks,
                    const std::vector<std::uint32_t>& available_cpus, std::string_view algorithm,
-                   double min_gain, bool with_baselines) const {
+                   RemapOptions options, bool with_baselines) const {
     const Topology sub = machine_.restricted_to(available_cpus);
     const Distances sub_distances(sub, costs_);
     // Tasks running outside the available CPUs have no place in `sub`: stacking them all on
@@ -91,11 +123,16 @@ Plan Planner::plan(const CommMatrix& matrix, const std::vector<std::uint32_t>& c
     }
     if (!inside) current.assign(current.size(), 0);
 
-    // libcdsm decides: the mapper's proposal if cheaper by min_gain, or if the current placement
+    // libcdsm decides: the mapper's proposal if cheaper by the margins, or if the current placement
     // stacks tasks on a PU while another is free. Its costs, on the sub-topology's distances,
     // are the machine's for tasks inside it (restricted_to keeps the levels).
-    const Remapper remapper(make_mapper(algorithm), RemapOptions{min_gain});
-    const RemapDecision d = remapper.decide(matrix, sub, sub_distances, Placement(current));
+    const Remapper remapper(make_mapper(algorithm), options);
+    // Stacked: tasks on one PU while another is free, where their masks keep them so (or all on
+    // PU 0 when outside).
+    const bool stacked = Placement(current).is_stacked(sub.pu_count()) &&
+                         (!inside || crowded(masks, available_cpus));
+    const RemapDecision d =
+        remapper.decide(matrix, sub, sub_distances, Placement(current), stacked);
 
     Plan plan;
     for (PuId pu : d.placement.pus()) plan.target_cpus.push_back(sub.pu(pu).os_index);
@@ -106,9 +143,9 @@ Plan Planner::plan(const CommMatrix& matrix, const std::vector<std::uint32_t>& c
     }
     plan.changed = plan.moved > 0;
     if (plan.changed)
-        plan.why = !inside                                         ? MoveReason::kOutside
-                   : Placement(current).is_stacked(sub.pu_count()) ? MoveReason::kSpread
-                                                                   : MoveReason::kCheaper;
+        plan.why = !inside    ? MoveReason::kOutside
+                   : d.spread ? MoveReason::kSpread
+                              : MoveReason::kCheaper;
     if (with_baselines) {
         for (const std::string_view name : mapper_names()) {
             const MappingProblem problem{matrix, sub, sub_distances, nullptr};

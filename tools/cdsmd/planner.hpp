@@ -3,6 +3,7 @@
 
 #include <cdsm/comm_matrix.hpp>
 #include <cdsm/distances.hpp>
+#include <cdsm/remapper.hpp>
 #include <cdsm/topology.hpp>
 #include <cstdint>
 #include <map>
@@ -15,6 +16,14 @@ namespace cdsm::cdsmd {
 /// The rows and columns `indices` of a kernel matrix (row k = task indices[k]). Indices beyond
 /// the snapshot (tasks that joined after it) get empty rows.
 CommMatrix submatrix(const CommMatrix& matrix, const std::vector<std::uint32_t>& indices);
+
+/// Whether the tasks' masks keep some of them waiting for each other while one of the
+/// `available` CPUs is idle: no assignment of tasks to CPUs of their masks gives every task a
+/// CPU of its own (or, with more tasks than CPUs, every CPU a task). Tasks whose masks leave them
+/// room are spread by the kernel's scheduler: two of them seen on one CPU at one moment are not
+/// stacked, nor are 14 tasks bound by socket to 8 CPUs.
+bool crowded(const std::vector<std::vector<std::uint32_t>>& masks,
+             const std::vector<std::uint32_t>& available);
 
 /// Why a plan moves tasks.
 enum class MoveReason {
@@ -42,8 +51,8 @@ struct Plan {
 };
 
 /// Places the tasks of one application on a set of CPUs with libcdsm (mapper + Remapper: keep
-/// the current placement unless the new one is better by min_gain). Costs are always computed
-/// on the whole machine's distances, so that placements inside different CPU sets compare.
+/// the current placement unless the new one is better by the options' margins). Costs are always
+/// computed on the whole machine's distances, so that placements inside different CPU sets compare.
 class Planner {
   public:
     Planner(Topology machine, LevelCosts costs);
@@ -53,11 +62,13 @@ class Planner {
     /// The OS CPUs of the machine's usable PUs.
     std::vector<std::uint32_t> machine_cpus() const;
 
-    /// `current_cpus`: where each task runs now (OS CPU); `available_cpus`: where they may go
-    /// (OS CPUs of the machine). Throws cdsm::Error if no available CPU is in the machine.
+    /// `current_cpus`: where each task runs now (OS CPU); `masks`: the CPUs each may run on now;
+    /// `available_cpus`: where they may go (OS CPUs of the machine). Throws cdsm::Error if no
+    /// available CPU is in the machine.
     Plan plan(const CommMatrix& matrix, const std::vector<std::uint32_t>& current_cpus,
+              const std::vector<std::vector<std::uint32_t>>& masks,
               const std::vector<std::uint32_t>& available_cpus, std::string_view algorithm,
-              double min_gain, bool with_baselines = false) const;
+              RemapOptions options, bool with_baselines = false) const;
 
     /// Cost of tasks on OS CPUs, on the machine's distances (CPUs not in the machine count as
     /// the farthest distance).

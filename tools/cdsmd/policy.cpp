@@ -54,8 +54,13 @@ TaskRole classify(const TaskFacts& t, const Config& config) {
             return TaskRole::kForeign;
         }
     }
-    if (t.runnable < config.idle_cpu) return TaskRole::kIdle;
-    return TaskRole::kPlace;
+    // With hysteresis, so that a helper thread whose share hovers around idle_cpu does not enter
+    // and leave the placement pass after pass (each time changing everyone's placement): a task
+    // becomes busy when it was runnable at least idle_cpu of the time in both of its last two
+    // windows, and idle again only when it was runnable less than half of that in both.
+    if (t.busy_before) return t.runnable < config.idle_cpu / 2 ? TaskRole::kIdle : TaskRole::kPlace;
+    return t.runnable_min.value_or(t.runnable) < config.idle_cpu ? TaskRole::kIdle
+                                                                 : TaskRole::kPlace;
 }
 
 double RunnableShare::update(std::uint64_t runnable_ns, std::uint64_t start_ns,

@@ -53,8 +53,11 @@ inline bool left_alone(TaskRole role) noexcept {
 /// What classify() looks at.
 struct TaskFacts {
     bool exited = false;
-    std::string process_comm;                ///< comm of the task's process (thread group)
-    double runnable = 0;                     ///< share of one CPU it ran or waited for, recently
+    std::string process_comm;  ///< comm of the task's process (thread group)
+    double runnable = 0;  ///< share of one CPU it ran or waited for, recently (the larger of two)
+    /// The smaller of its shares over the last two windows (unset: as `runnable`).
+    std::optional<double> runnable_min;
+    bool busy_before = false;                ///< classified kPlace at the previous pass
     std::vector<std::uint32_t> affinity;     ///< OS CPUs of its mask now
     std::optional<std::uint32_t> bound_cpu;  ///< the CPU cdsmd bound it to, if any
     bool foreign_before = false;             ///< classified kForeign earlier (sticky)
@@ -89,6 +92,8 @@ class RunnableShare {
     explicit RunnableShare(std::uint64_t window_ns) : window_ns_(window_ns) {}
     double update(std::uint64_t runnable_ns, std::uint64_t start_ns, std::uint64_t now_ns);
     double value() const noexcept { return std::max(share_, last_share_); }
+    /// The smaller of the two shares: busy in both windows.
+    double steady() const noexcept { return std::min(share_, last_share_); }
 
   private:
     std::uint64_t window_ns_;
