@@ -29,6 +29,16 @@ std::vector<std::vector<std::uint32_t>> pinned(const std::vector<std::uint32_t>&
     return masks;
 }
 
+// A ring of 4: 0-2-1-3-0.
+CommMatrix ring4() {
+    CommMatrix m(4);
+    m.set(0, 3, 100);
+    m.set(1, 3, 100);
+    m.set(1, 2, 100);
+    m.set(0, 2, 100);
+    return m;
+}
+
 std::uint32_t package(std::uint32_t cpu) {
     return cpu / 4;
 }  // synthetic: OS = logical order
@@ -87,11 +97,7 @@ TEST(Planner, SpreadsTasksStackedOnACpuWhileOthersAreFree) {
     // A rank still on its launcher's core shares CPU 7 with its ring neighbour: on one PU the
     // pair costs nothing, yet 4 PUs of the package are free, so it moves (cdsmd once left it so).
     const Planner p = lab();
-    CommMatrix m(4);
-    m.set(0, 3, 100);
-    m.set(1, 3, 100);
-    m.set(1, 2, 100);
-    m.set(0, 2, 100);
+    const CommMatrix m = ring4();
     const std::vector<std::uint32_t> stacked = {5, 7, 6, 7};
     const Plan plan = p.plan(m, stacked, pinned(stacked), p.machine_cpus(), "scotch",
                              RemapOptions{.min_gain = 0.05});
@@ -108,11 +114,7 @@ TEST(Planner, TasksFreeToRunElsewhereAreNotStackedWhereTheyRanLast) {
     // gain (in the VM lab cdsmd "spread" 8 ranks so on a matrix of their start-up, cost 312 ->
     // 0, and moved 4 of them again when they talked).
     const Planner p = lab();
-    CommMatrix m(4);
-    m.set(0, 3, 100);
-    m.set(1, 3, 100);
-    m.set(1, 2, 100);
-    m.set(0, 2, 100);
+    const CommMatrix m = ring4();
     const std::vector<std::uint32_t> seen = {5, 7, 6, 7};
     const std::vector<std::vector<std::uint32_t>> package1(4, {4, 5, 6, 7});
     const Plan plan =
