@@ -347,9 +347,22 @@ std::uint64_t unsettled_ns(AppState& app, const std::string& signature, std::uin
     const std::uint64_t settle_ns =
         std::clamp((now - std::min(now, app.first_seen_ns)) / 2, config.settle_ms * kMs,
                    std::max(config.settle_ms, config.settle_max_ms) * kMs);
+    // Tasks leaving the set (exited, idle, bound by another program) are no reason to wait:
+    // only a task joining it or a mask or command changing restarts the clock.
+    const auto items = [](const std::string& s) {
+        std::set<std::string> out;
+        for (std::size_t b = 0, e; b < s.size(); b = e + 1) {
+            e = s.find(';', b);
+            if (e == std::string::npos) e = s.size();
+            out.insert(s.substr(b, e - b));
+        }
+        return out;
+    };
     if (signature != app.task_set) {
+        const std::set<std::string> now_items = items(signature), before = items(app.task_set);
+        if (!std::includes(before.begin(), before.end(), now_items.begin(), now_items.end()))
+            app.task_set_since_ns = now;
         app.task_set = signature;
-        app.task_set_since_ns = now;
     }
     const std::uint64_t settled = now - std::min(now, app.task_set_since_ns);
     return settled >= settle_ns ? 0 : settle_ns - settled;
