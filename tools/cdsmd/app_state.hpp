@@ -9,6 +9,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -85,7 +86,7 @@ struct AppState {
     std::string task_cgroup;
     /// The tasks to place as the last timer pass saw them (tids, masks, commands), and since
     /// when they have looked so: placements wait until they settled (mapping.settle_ms).
-    std::string task_set;
+    std::set<std::string> task_set;
     std::uint64_t task_set_since_ns = 0;
     std::uint64_t first_seen_ns = 0;  ///< when a timer pass first saw tasks to place
     /// The tasks for which the last pass proposed a placement that only lowers the cost, not

@@ -329,41 +329,30 @@ void record_claims(AppState& app, const Classified& tasks, const Plan& plan, boo
 
 // ---- settle and confirm --------------------------------------------------------------------
 
-std::string task_set_signature(const Classified& tasks,
-                               const std::map<pid_t, std::string>& process_comm) {
-    std::string s;
+// What the tasks to place look like: one item per task (tid and mask) and per process (command).
+std::set<std::string> task_set_of(const Classified& tasks,
+                                  const std::map<pid_t, std::string>& process_comm) {
+    std::set<std::string> items;
     for (std::size_t k = 0; k < tasks.tids.size(); ++k)
-        s += fmt::format("{}:{};", tasks.tids[k], fmt::join(tasks.masks[k], ","));
-    for (const auto& [tgid, comm] : process_comm) s += fmt::format("{}={};", tgid, comm);
-    return s;
+        items.insert(fmt::format("{}:{}", tasks.tids[k], fmt::join(tasks.masks[k], ",")));
+    for (const auto& [tgid, comm] : process_comm) items.insert(fmt::format("{}={}", tgid, comm));
+    return items;
 }
 
 // How much longer the tasks to place must stay as they are: half the time cdsmd has seen them,
-// within [settle_ms, settle_max_ms], since they last changed.
-std::uint64_t unsettled_ns(AppState& app, const std::string& signature, std::uint64_t now,
+// within [settle_ms, settle_max_ms], since they last changed. Tasks leaving the set (exited,
+// idle, bound by another program) are no reason to wait: only a task joining it or a mask or
+// command changing restarts the clock.
+std::uint64_t unsettled_ns(AppState& app, std::set<std::string> items, std::uint64_t now,
                            const Config& config) {
     constexpr std::uint64_t kMs = 1000000;
     if (!app.first_seen_ns) app.first_seen_ns = now;
     const std::uint64_t settle_ns =
         std::clamp((now - std::min(now, app.first_seen_ns)) / 2, config.settle_ms * kMs,
                    std::max(config.settle_ms, config.settle_max_ms) * kMs);
-    // Tasks leaving the set (exited, idle, bound by another program) are no reason to wait:
-    // only a task joining it or a mask or command changing restarts the clock.
-    const auto items = [](const std::string& s) {
-        std::set<std::string> out;
-        for (std::size_t b = 0, e; b < s.size(); b = e + 1) {
-            e = s.find(';', b);
-            if (e == std::string::npos) e = s.size();
-            out.insert(s.substr(b, e - b));
-        }
-        return out;
-    };
-    if (signature != app.task_set) {
-        const std::set<std::string> now_items = items(signature), before = items(app.task_set);
-        if (!std::includes(before.begin(), before.end(), now_items.begin(), now_items.end()))
-            app.task_set_since_ns = now;
-        app.task_set = signature;
-    }
+    if (!std::includes(app.task_set.begin(), app.task_set.end(), items.begin(), items.end()))
+        app.task_set_since_ns = now;
+    app.task_set = std::move(items);
     const std::uint64_t settled = now - std::min(now, app.task_set_since_ns);
     return settled >= settle_ns ? 0 : settle_ns - settled;
 }
@@ -443,9 +432,8 @@ PassResult map_pass(AppState& app, const MapRequest& req, PassContext& context) 
     // job starts (threads created, ranks exec'd, masks set by mpirun and libpsm2) would be a
     // migration of its own. (A request's pass maps what it sees.)
     if (const std::uint64_t wait_ns =
-            req.from_timer
-                ? unsettled_ns(app, task_set_signature(tasks, seen.process_comm), now, config)
-                : 0) {
+            req.from_timer ? unsettled_ns(app, task_set_of(tasks, seen.process_comm), now, config)
+                           : 0) {
         next_in = std::chrono::milliseconds(wait_ns / 1000000 + 1);
         return skip(
             fmt::format("the tasks to place changed {:.0f} ms ago; waiting {:.0f} ms more for "
