@@ -9,7 +9,9 @@
  *   --cdsm-report=DIR       at the end of each step, write cdsm's report to DIR (an absolute
  *                           path; made if missing), owned by the job's user: the matrix (CSV
  *                           and JSON), its heatmap (PNG and SVG), and the application's placements,
- *                           costs and migrations (JSON).
+ *                           costs and migrations (JSON). The report is written when the step
+ *                           has ended, after srun may have returned: each file appears under
+ *                           its name only when complete (written as .NAME.part, then renamed).
  *
  * plugstack.conf arguments: default=off|detect|map (map if not given), socket=PATH (cdsmd's
  * control socket, /run/cdsm/cdsmd.sock), cdsmctl=PATH (/usr/bin/cdsmctl, for reports).
@@ -19,9 +21,11 @@
  * job and step. The report is written by a child process that has taken the job's user and
  * groups, so that it holds only what the user may see and can write only where the user may:
  * cdsmd's answers for the ended application (matrix, "show", tasks) as JSON, then the matrix's
- * CSV and heatmap made offline by cdsmctl from the saved JSON. A step that cdsm cannot track still runs: the plugin logs an error and
- * lets it go.
+ * CSV and heatmap made offline by cdsmctl from the saved JSON. What fails is logged in slurmd's
+ * log (with cdsmctl's own message). A step that cdsm cannot track still runs: the plugin logs
+ * an error and lets it go.
  */
+#define _GNU_SOURCE /* pipe2 */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -241,7 +245,26 @@ static int cdsmd_to_file(const char *request, int dir, const char *name)
 	if (fd >= 0)
 		close(fd);
 	close(out);
-	return done && !(total < sizeof(head) && strstr(head, "\"ok\":false")) ? 0 : -1;
+	if (done && !(total < sizeof(head) && strstr(head, "\"ok\":false")))
+		return 0;
+	slurm_error("cdsm: %s: cdsmd's answer to %.*s: %s", name, (int)strcspn(request, "\n"),
+		    request, fd < 0 ? "cannot connect" : kept ? head : "none");
+	return -1;
+}
+
+/*
+ * A report file is written as ".NAME.part" and renamed to NAME when complete (@ok), or removed:
+ * a user (or a script waiting for the report) never sees a file half written.
+ */
+static int publish(int dir, const char *name, int ok)
+{
+	char part[128];
+
+	snprintf(part, sizeof(part), ".%s.part", name);
+	if (ok && renameat(dir, part, dir, name) == 0)
+		return 0;
+	unlinkat(dir, part, 0);
+	return -1;
 }
 
 /* The number after "key": in a JSON reply, or -1. */
@@ -365,33 +388,69 @@ int slurm_spank_task_post_fork(spank_t sp, int ac, char **av)
 	return 0;
 }
 
-/* Runs cdsmctl with @args, its output into @file in the report directory (made O_EXCL-free
- * but never through a symbolic link). In the user's child process. */
+/*
+ * Runs cdsmctl with @args, its output into @file in the report directory (never through a
+ * symbolic link), in the user's child process. What cdsmctl says on its standard error when it
+ * fails goes to slurmd's log (its first 1 KiB), so that a missing file has a reason there.
+ */
 static int run_cdsmctl(int dir, const char *file, char *const args[])
 {
-	int status, out = openat(dir, file, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
-				 0644);
+	int status, err[2], out = openat(dir, file,
+					 O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+	char said[1024];
+	size_t len = 0;
+	ssize_t n;
 	pid_t child;
 
 	if (out < 0)
 		return -1;
+	if (pipe2(err, O_CLOEXEC) < 0) {
+		close(out);
+		return -1;
+	}
 	child = fork();
 	if (child == 0) {
-		if (dup2(out, STDOUT_FILENO) < 0 || fchdir(dir) < 0)
+		if (dup2(out, STDOUT_FILENO) < 0 || dup2(err[1], STDERR_FILENO) < 0 ||
+		    fchdir(dir) < 0)
 			_exit(127);
 		execv(cdsmctl_path, args);
+		dprintf(STDERR_FILENO, "cannot run %s: %s\n", cdsmctl_path, strerror(errno));
 		_exit(127);
 	}
 	close(out);
+	close(err[1]);
+	/* Read to the end, keeping the start: cdsmctl must not block on a full pipe. */
+	for (;;) {
+		char rest[256];
+		int keep = len < sizeof(said) - 1;
+
+		n = read(err[0], keep ? said + len : rest, keep ? sizeof(said) - 1 - len : sizeof(rest));
+		if (n == 0 || (n < 0 && errno != EINTR))
+			break;
+		if (n > 0 && keep)
+			len += (size_t)n;
+	}
+	close(err[0]);
+	said[len] = '\0';
+	if (len && said[len - 1] == '\n')
+		said[len - 1] = '\0';
 	if (child < 0 || waitpid(child, &status, 0) < 0)
 		return -1;
-	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return 0;
+	if (WIFSIGNALED(status))
+		slurm_error("cdsm: %s %s: killed by signal %d%s%s", cdsmctl_path, args[1],
+			    WTERMSIG(status), len ? ": " : "", said);
+	else
+		slurm_error("cdsm: %s %s failed (status %d)%s%s", cdsmctl_path, args[1],
+			    WIFEXITED(status) ? WEXITSTATUS(status) : -1, len ? ": " : "", said);
+	return -1;
 }
 
 static int write_report(uid_t uid, gid_t gid, gid_t *gids, int ngids, uint32_t job,
 			uint32_t step)
 {
-	char request[96], label[48], prefix[64], name[96], matrix[96], png[96], svg[96];
+	char request[96], label[48], prefix[64], name[96], part[128], matrix[96], png[128], svg[128];
 	static const char *const what[] = { "matrix", "show", "tasks" };
 	/* The step's whole run, not the aged matrix cdsmd maps by. */
 	static const char *const extra[] = { ",\"view\":\"whole\"", "", "" };
@@ -416,19 +475,27 @@ static int write_report(uid_t uid, gid_t gid, gid_t *gids, int ngids, uint32_t j
 		snprintf(request, sizeof(request), "{\"cmd\":\"%s\",\"app\":%ld%s}\n", what[i],
 			 app_id, extra[i]);
 		snprintf(name, sizeof(name), "%s-%s", prefix, file[i]);
-		failed |= cdsmd_to_file(request, dir, name) < 0;
+		snprintf(part, sizeof(part), ".%s.part", name);
+		failed |= publish(dir, name, cdsmd_to_file(request, dir, part) == 0) < 0;
 	}
+	/* cdsmctl reads the matrix once it is complete, under its final name. */
 	snprintf(matrix, sizeof(matrix), "%s-matrix.json", prefix);
-	snprintf(png, sizeof(png), "%s-heatmap.png", prefix);
-	snprintf(svg, sizeof(svg), "%s-heatmap.svg", prefix);
+	snprintf(png, sizeof(png), ".%s-heatmap.png.part", prefix);
+	snprintf(svg, sizeof(svg), ".%s-heatmap.svg.part", prefix);
 	{
 		char *csv[] = { "cdsmctl", "show", "--matrix", matrix, "--format", "csv", NULL };
 		char *pic[] = { "cdsmctl", "show", "--matrix", matrix, "--png", png, "--svg", svg,
 				NULL };
+		int ok;
 
 		snprintf(name, sizeof(name), "%s-matrix.csv", prefix);
-		failed |= run_cdsmctl(dir, name, csv) < 0;
-		failed |= run_cdsmctl(dir, "/dev/null", pic) < 0;
+		snprintf(part, sizeof(part), ".%s.part", name);
+		failed |= publish(dir, name, run_cdsmctl(dir, part, csv) == 0) < 0;
+		ok = run_cdsmctl(dir, "/dev/null", pic) == 0;
+		snprintf(name, sizeof(name), "%s-heatmap.png", prefix);
+		failed |= publish(dir, name, ok) < 0;
+		snprintf(name, sizeof(name), "%s-heatmap.svg", prefix);
+		failed |= publish(dir, name, ok) < 0;
 	}
 	close(dir);
 	return failed ? 3 : 0;
