@@ -88,7 +88,7 @@ struct AppState {
     /// when they have looked so: placements wait until they settled (mapping.settle_ms).
     std::set<std::string> task_set;
     std::uint64_t task_set_since_ns = 0;
-    std::uint64_t first_seen_ns = 0;  ///< when a timer pass first saw tasks to place
+    std::uint64_t first_seen_ns = 0;  ///< when a pass first looked at it (its age)
     /// The tasks for which the last pass proposed a placement that only lowers the cost, not
     /// applied yet: the next pass applies its own proposal if it also finds one for them.
     std::vector<pid_t> pending_tids;

@@ -339,14 +339,13 @@ std::set<std::string> task_set_of(const Classified& tasks,
     return items;
 }
 
-// How much longer the tasks to place must stay as they are: half the time cdsmd has seen them,
-// within [settle_ms, settle_max_ms], since they last changed. Tasks leaving the set (exited,
-// idle, bound by another program) are no reason to wait: only a task joining it or a mask or
-// command changing restarts the clock.
+// How much longer the tasks to place must stay as they are: half the time cdsmd has seen the
+// application (since its first pass, events or not), within [settle_ms, settle_max_ms], since
+// they last changed. Tasks leaving the set (exited, idle, bound by another program) are no reason
+// to wait: only a task joining it or a mask or command changing restarts the clock.
 std::uint64_t unsettled_ns(AppState& app, std::set<std::string> items, std::uint64_t now,
                            const Config& config) {
     constexpr std::uint64_t kMs = 1000000;
-    if (!app.first_seen_ns) app.first_seen_ns = now;
     const std::uint64_t settle_ns =
         std::clamp((now - std::min(now, app.first_seen_ns)) / 2, config.settle_ms * kMs,
                    std::max(config.settle_ms, config.settle_max_ms) * kMs);
@@ -405,6 +404,9 @@ PassResult map_pass(AppState& app, const MapRequest& req, PassContext& context) 
         return finish(false);
     };
 
+    // The application's age, for the settle wait, counts from the first pass: an MPI job spends
+    // seconds creating tasks with too few events to map before its tasks first look placeable.
+    if (!app.first_seen_ns) app.first_seen_ns = context.proc.now_ns();
     const Observation seen = observe(app, context.kernel, context.proc);
     if (app.opted_out) return skip("opted out (CDSM_DISABLE=1)");
     // Too few events among all its tasks: no need to read every task's /proc files (hundreds
