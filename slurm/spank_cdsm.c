@@ -122,7 +122,18 @@ static int copy_arg(const char *arg, const char *key, char *to, size_t size)
 
 int slurm_spank_init(spank_t sp, int ac, char **av)
 {
-	(void)sp;
+	/*
+	 * sbatch and salloc (the allocator context) do not read the table spank_options, only
+	 * srun and slurmstepd do: there the options are registered, or sbatch refuses --cdsm.
+	 */
+	if (spank_context() == S_CTX_ALLOCATOR) {
+		for (struct spank_option *opt = spank_options; opt->name; opt++) {
+			if (spank_option_register(sp, opt) != ESPANK_SUCCESS) {
+				slurm_error("cdsm: cannot register --%s", opt->name);
+				return -1;
+			}
+		}
+	}
 	for (int i = 0; i < ac; i++) {
 		int r;
 
