@@ -127,10 +127,22 @@ show_by_rank() {
 }
 
 # cdsmd's migrations of the application: per task from the history collected by observe_app
-# ($1.history) and the "migrated" lines of cdsmd's log.
+# ($1.history) and the "migrated" lines of cdsmd's log. Then the checks of issue 12 ("places
+# them well and calmly", tests/apps/history): no task moved more than APPS_MAX_MOVES (default 1)
+# times from launch to end; in cdsmd's fullest placement while it ran, no two tasks on one CPU,
+# each inside its affinity, and a cost on that moment's aged matrix within APPS_COST_WITHIN
+# (default 0.02) of Scotch's offline mapping of the same matrix on this machine. With
+# "--report-only WHY" as $2 and $3 the checks are printed but do not fail the test.
 report_migrations() {
-	note "cdsmd's migrations of application $app, per task (history of cdsmd's show):"
-	python3 "$apps/history" --summarize "$1.history"
 	note "cdsmd's log: $(grep -c "application $app (.*): migrated" "$log" || true) migrating passes:"
 	grep "application $app (.*): migrated" "$log" | cut -c12-200 || true
+	note "cdsmd's migrations of application $app, per task (history of cdsmd's show):"
+	[[ -e $work/machine.xml ]] || lstopo-no-graphics --of xml "$work/machine.xml" ||
+		fail "lstopo-no-graphics could not describe the machine (Debian package hwloc)"
+	CDSMCTL=$ctl python3 "$apps/history" --summarize "$1.history" \
+		--max-moves "${APPS_MAX_MOVES:-1}" --cost-within "${APPS_COST_WITHIN:-0.02}" \
+		--topology "$work/machine.xml" && return 0
+	[[ ${2:-} == --report-only ]] ||
+		fail "cdsmd did not place application $app well and calmly (see above)"
+	note "(reported, not checked: ${3:-})"
 }
