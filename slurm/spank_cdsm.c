@@ -267,11 +267,17 @@ static int cdsmd_to_file(const char *request, int dir, const char *name)
  * A report file is written as ".NAME.part" and renamed to NAME when complete (@ok), or removed:
  * a user (or a script waiting for the report) never sees a file half written.
  */
+static const char *part_of(const char *name, char part[128])
+{
+	snprintf(part, 128, ".%s.part", name);
+	return part;
+}
+
 static int publish(int dir, const char *name, int ok)
 {
 	char part[128];
 
-	snprintf(part, sizeof(part), ".%s.part", name);
+	part_of(name, part);
 	if (ok && renameat(dir, part, dir, name) == 0)
 		return 0;
 	unlinkat(dir, part, 0);
@@ -486,13 +492,14 @@ static int write_report(uid_t uid, gid_t gid, gid_t *gids, int ngids, uint32_t j
 		snprintf(request, sizeof(request), "{\"cmd\":\"%s\",\"app\":%ld%s}\n", what[i],
 			 app_id, extra[i]);
 		snprintf(name, sizeof(name), "%s-%s", prefix, file[i]);
-		snprintf(part, sizeof(part), ".%s.part", name);
-		failed |= publish(dir, name, cdsmd_to_file(request, dir, part) == 0) < 0;
+		failed |= publish(dir, name, cdsmd_to_file(request, dir, part_of(name, part)) == 0) < 0;
 	}
 	/* cdsmctl reads the matrix once it is complete, under its final name. */
 	snprintf(matrix, sizeof(matrix), "%s-matrix.json", prefix);
-	snprintf(png, sizeof(png), ".%s-heatmap.png.part", prefix);
-	snprintf(svg, sizeof(svg), ".%s-heatmap.svg.part", prefix);
+	snprintf(name, sizeof(name), "%s-heatmap.png", prefix);
+	part_of(name, png);
+	snprintf(name, sizeof(name), "%s-heatmap.svg", prefix);
+	part_of(name, svg);
 	{
 		char *csv[] = { "cdsmctl", "show", "--matrix", matrix, "--format", "csv", NULL };
 		char *pic[] = { "cdsmctl", "show", "--matrix", matrix, "--png", png, "--svg", svg,
@@ -500,8 +507,7 @@ static int write_report(uid_t uid, gid_t gid, gid_t *gids, int ngids, uint32_t j
 		int ok;
 
 		snprintf(name, sizeof(name), "%s-matrix.csv", prefix);
-		snprintf(part, sizeof(part), ".%s.part", name);
-		failed |= publish(dir, name, run_cdsmctl(dir, part, csv) == 0) < 0;
+		failed |= publish(dir, name, run_cdsmctl(dir, part_of(name, part), csv) == 0) < 0;
 		ok = run_cdsmctl(dir, "/dev/null", pic) == 0;
 		snprintf(name, sizeof(name), "%s-heatmap.png", prefix);
 		failed |= publish(dir, name, ok) < 0;
