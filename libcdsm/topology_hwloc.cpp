@@ -142,29 +142,38 @@ Topology Topology::from_synthetic(std::string_view description) {
     }
     const std::string source = "synthetic topology '" + shown + "'";
     // hwloc builds whatever the description asks for: a level of 10^8 objects takes it minutes
-    // and gigabytes. Multiply the arities first: each level is "[TYPE:]N[(attributes)]" (a
-    // memory child in brackets adds no PUs); what is not a number is hwloc's to reject.
+    // and gigabytes, 2 x 45 x 1555 PUs (one level written "core:45pu:1555", no space needed)
+    // seconds. Multiply the arities first, reading the levels as hwloc 2.9's synthetic parser
+    // does: spaces and newlines between levels, "[...]" (an attached memory object, no PUs),
+    // "TYPE:" before a number, the number as strtoul(…, 0) reads it (decimal, 0x hex, 0 octal),
+    // "(...)" attributes after it. Where hwloc would stop with an error, the count stops too.
     // hwloc reads up to a NUL byte; the count below must read what hwloc reads.
     if (text.find('\0') != std::string::npos) throw Error(source, "contains a NUL byte");
     std::uint64_t pus = 1;
-    std::istringstream levels(text);
-    for (std::string level; levels >> level;) {
-        if (level.front() == '[' || level.front() == '(') continue;
-        level = level.substr(0, level.find('('));
-        // "N" alone, or the number after the type's colon, as hwloc reads them.
-        const std::size_t colon = level.find(':');
-        const bool bare = std::isdigit(static_cast<unsigned char>(level.front())) != 0;
-        const std::string arity =
-            bare || colon == std::string::npos ? level : level.substr(colon + 1);
-        std::uint64_t n = 0;
-        std::size_t i = 0;
-        for (; i < arity.size() && std::isdigit(static_cast<unsigned char>(arity[i])) &&
-               n <= kMaxSyntheticPus;
-             ++i) {
-            n = n * 10 + std::uint64_t(arity[i] - '0');
+    const char* pos = text.c_str();
+    if (*pos == '(') pos = std::strchr(pos, ')');
+    while (pos != nullptr && *pos != '\0') {
+        if (*pos == ')') ++pos;  // the end of the root's attributes
+        while (*pos == ' ' || *pos == '\n') ++pos;
+        if (*pos == '\0') break;
+        if (*pos == '[') {
+            pos = std::strchr(pos, ']');
+            if (pos != nullptr) ++pos;
+            continue;
         }
-        if (i == 0) continue;
-        pus = std::min(pus * std::min(n, kMaxSyntheticPus + 1), kMaxSyntheticPus + 1);
+        if (*pos < '0' || *pos > '9') {
+            pos = std::strchr(pos, ':');
+            if (pos == nullptr) break;
+            ++pos;
+        }
+        char* end = nullptr;
+        errno = 0;
+        const unsigned long n = std::strtoul(pos, &end, 0);
+        if (end == pos) break;
+        const std::uint64_t arity = errno == ERANGE ? kMaxSyntheticPus + 1 : std::uint64_t(n);
+        pus = std::min(pus * std::min(arity, kMaxSyntheticPus + 1), kMaxSyntheticPus + 1);
+        pos = end;
+        if (*pos == '(') pos = std::strchr(pos, ')');
     }
     if (pus > kMaxSyntheticPus) {
         throw Error(source, "describes more than " + std::to_string(kMaxSyntheticPus) +

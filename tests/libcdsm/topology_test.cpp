@@ -129,6 +129,17 @@ TEST(Topology, SyntheticMachinesWithMorePusThanAKernelRunsAreRefused) {
                 HasSubstr("contains a NUL byte"));
     EXPECT_THAT(error_of([] { (void)Topology::from_synthetic("555555\xff#9st:2"); }),
                 ::testing::Not(HasSubstr("hwloc could not load")));
+    // Found by CI's fuzz_topology (15 s in hwloc, under the sanitizers): hwloc needs no space
+    // between levels ("core:45pu:1555" is 45 cores of 1555 PUs) and reads numbers in hex and
+    // octal too; the count read one level of 45.
+    for (const char* description :
+         {"node:2 pack:1 core:45pu:1555", "pack:0x10 core:0x400 pu:2", "pack:2 core:020000 pu:1",
+          "(memory=1GB) pack:2\ncore:4097 pu:1", "pack:2 core:3(memory=1GB)pu:2000"}) {
+        EXPECT_THAT(error_of([description] { (void)Topology::from_synthetic(description); }),
+                    HasSubstr("more than 8192 PUs"))
+            << description;
+    }
+    EXPECT_EQ(Topology::from_synthetic("pack:0x2 core:2pu:2").pu_count(), 8u);
 }
 
 TEST(TopologyJson, TheSchemaHasEveryField) {
