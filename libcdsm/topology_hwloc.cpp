@@ -128,7 +128,7 @@ Topology Topology::from_xml_string(std::string_view xml, std::string_view name) 
     });
 }
 
-Topology Topology::from_synthetic(std::string_view description) {
+Topology Topology::from_synthetic(std::string_view description, std::size_t max_pus) {
     const std::string text(description);
     // Bytes that are not printable ASCII are shown as \xHH in messages.
     std::string shown;
@@ -149,6 +149,7 @@ Topology Topology::from_synthetic(std::string_view description) {
     // "(...)" attributes after it. Where hwloc would stop with an error, the count stops too.
     // hwloc reads up to a NUL byte; the count below must read what hwloc reads.
     if (text.find('\0') != std::string::npos) throw Error(source, "contains a NUL byte");
+    const std::uint64_t limit = std::min<std::uint64_t>(max_pus, kMaxSyntheticPus);
     std::uint64_t pus = 1;
     const char* pos = text.c_str();
     if (*pos == '(') pos = std::strchr(pos, ')');
@@ -170,14 +171,16 @@ Topology Topology::from_synthetic(std::string_view description) {
         errno = 0;
         const unsigned long n = std::strtoul(pos, &end, 0);
         if (end == pos) break;
-        const std::uint64_t arity = errno == ERANGE ? kMaxSyntheticPus + 1 : std::uint64_t(n);
-        pus = std::min(pus * std::min(arity, kMaxSyntheticPus + 1), kMaxSyntheticPus + 1);
+        const std::uint64_t arity = errno == ERANGE ? limit + 1 : std::uint64_t(n);
+        pus = std::min(pus * std::min(arity, limit + 1), limit + 1);
         pos = end;
         if (*pos == '(') pos = std::strchr(pos, ')');
     }
-    if (pus > kMaxSyntheticPus) {
-        throw Error(source, "describes more than " + std::to_string(kMaxSyntheticPus) +
-                                " PUs (Debian's kernels run at most that many CPUs)");
+    if (pus > limit) {
+        throw Error(source, "describes more than " + std::to_string(limit) + " PUs" +
+                                (limit == kMaxSyntheticPus
+                                     ? " (Debian's kernels run at most that many CPUs)"
+                                     : ""));
     }
     return load(source, [&text](hwloc_topology_t t) {
         return hwloc_topology_set_synthetic(t, text.c_str());

@@ -61,8 +61,9 @@ class Topology {
     static Topology from_xml_string(std::string_view xml, std::string_view name = "XML buffer");
 
     /// An hwloc synthetic description such as "pack:2 l3:1 core:8 pu:2". Throws Error naming
-    /// the description if hwloc rejects it.
-    static Topology from_synthetic(std::string_view description);
+    /// the description if hwloc rejects it, or if it has more than max_pus PUs (the default,
+    /// 8192, is the most CPUs Debian's kernels run; hwloc needs seconds for such a machine).
+    static Topology from_synthetic(std::string_view description, std::size_t max_pus = 8192);
 
     /// The same machine restricted to the given OS CPU numbers (e.g. a job's cgroup cpuset).
     /// Throws Error if none of them is a PU of this topology.

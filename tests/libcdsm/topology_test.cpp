@@ -140,6 +140,10 @@ TEST(Topology, SyntheticMachinesWithMorePusThanAKernelRunsAreRefused) {
             << description;
     }
     EXPECT_EQ(Topology::from_synthetic("pack:0x2 core:2pu:2").pu_count(), 8u);
+    // A caller's own lower limit (the fuzzer's: hwloc takes seconds for 8152 PUs in one level).
+    EXPECT_THAT(error_of([] { (void)Topology::from_synthetic("pack:2 core:513 pu:1", 1024); }),
+                HasSubstr("describes more than 1024 PUs"));
+    EXPECT_EQ(Topology::from_synthetic("pack:2 core:256 pu:2", 1024).pu_count(), 1024u);
 }
 
 TEST(TopologyJson, TheSchemaHasEveryField) {
