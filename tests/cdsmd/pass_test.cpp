@@ -113,6 +113,8 @@ class RecordedSystem final : public KernelSource, public ProcSource, public Appl
         cpu_[tid] = mask.front();
         mask_[tid] = std::move(mask);
     }
+    /// Where the scheduler runs a task now, its mask unchanged.
+    void run_on(pid_t tid, std::uint32_t cpu) { cpu_[tid] = cpu; }
     void set_env(pid_t tgid, const std::string& name, const std::string& value) {
         env_[tgid][name] = value;
     }
@@ -500,6 +502,72 @@ TEST_P(Pass, TooFewEventsWaitAndReadNoTaskFiles) {
     EXPECT_TRUE(app.tasks.empty());  // /proc not read
     EXPECT_FALSE(app.planned);
     EXPECT_EQ(d["interval_ms"], config.interval.min_ms);
+}
+
+TEST_P(Pass, TasksFreeToMoveButSeenStackedPassAfterPassAreSpread) {
+    // Found in the lab under load: 4 ranks that nothing had bound ran two per CPU for 120 s
+    // while 2 CPUs of their job idled, and cdsmd kept planning them where they were: partners on
+    // one CPU cost nothing, and one pass's view of unbound tasks is no wait. Here each busy
+    // thread may run on every CPU but runs on one CPU with its strongest partner.
+    start("pairs-pin-bad");
+    const std::vector<std::uint32_t> all{0, 1, 2, 3, 4, 5, 6, 7};
+    const std::vector<pid_t> busy = system->busy_tids();
+    const auto& m = system->kernel_matrix().matrix;
+    std::map<pid_t, std::uint32_t> cpu_of;
+    std::uint32_t next = 0;
+    for (pid_t t : busy) {
+        if (cpu_of.count(t)) continue;
+        pid_t partner = 0;
+        CommMatrix::Value best = 0;
+        for (pid_t o : busy) {
+            const CommMatrix::Value v = o == t ? 0 : m.at(index_of(t), index_of(o));
+            if (v > best && !cpu_of.count(o)) best = v, partner = o;
+        }
+        ASSERT_NE(partner, 0) << t;
+        cpu_of[t] = cpu_of[partner] = next++;
+    }
+    for (const auto& [tid, cpu] : cpu_of) {
+        system->bind(tid, all);
+        system->run_on(tid, cpu);
+    }
+    // Three passes over 1 s: still a moment's view. The pass that has seen it 2 s moves them.
+    for (const double after : {0.0, 0.5, 0.5}) {
+        system->advance(after);
+        const Json d = run();
+        EXPECT_FALSE(d["changed"].get<bool>()) << d.dump();
+        EXPECT_EQ(system->applied, 0);
+    }
+    system->advance(1.0);
+    const Json d = run();
+    EXPECT_TRUE(d["applied"].get<bool>()) << d.dump();
+    ASSERT_EQ(app.history.size(), 1u);
+    EXPECT_EQ(app.history.back()["why"], "spread");
+    std::set<std::uint32_t> cpus;
+    for (pid_t tid : busy) cpus.insert(system->cpu(tid));
+    EXPECT_EQ(cpus.size(), busy.size()) << "still stacked";
+    // Each with its partner on one package: the cheapest unstacked placement.
+    for (const auto& [tid, partner] : partners())
+        EXPECT_EQ(system->cpu(tid) / 4, system->cpu(partner) / 4) << tid << " and " << partner;
+    // Bound now, one per CPU: nothing more to do.
+    system->advance(1);
+    EXPECT_FALSE(run()["changed"].get<bool>());
+    EXPECT_EQ(system->applied, 1);
+}
+
+TEST_P(Pass, TasksFreeToMoveSeenStackedOnlyNowAndThenStayWhereTheyAre) {
+    start("pairs-pin-bad");
+    const std::vector<std::uint32_t> all{0, 1, 2, 3, 4, 5, 6, 7};
+    const std::vector<pid_t> busy = system->busy_tids();
+    for (pid_t tid : busy) system->bind(tid, all);
+    // Two tasks on CPU 0 in every other pass, over 6 s: never 3 passes in a row.
+    for (int pass = 0; pass < 6; ++pass) {
+        std::uint32_t cpu = 0;
+        for (pid_t tid : busy) system->run_on(tid, cpu++);
+        if (pass % 2 == 0) system->run_on(busy[1], 0);
+        system->advance(1);
+        const Json d = run();
+        EXPECT_NE(app.history.empty() ? "" : app.history.back()["why"], "spread") << d.dump();
+    }
 }
 
 TEST_P(Pass, CpusOtherApplicationsHoldAreNotUsed) {

@@ -89,6 +89,9 @@ struct AppState {
     std::set<std::string> task_set;
     std::uint64_t task_set_since_ns = 0;
     std::uint64_t first_seen_ns = 0;  ///< when a pass first looked at it (its age)
+    /// Passes in a row that found its tasks sharing a CPU while another was free, since when.
+    std::uint32_t stacked_passes = 0;
+    std::uint64_t stacked_since_ns = 0;
     /// The tasks for which the last pass proposed a placement that only lowers the cost, not
     /// applied yet: the next pass applies its own proposal if it also finds one for them.
     std::vector<pid_t> pending_tids;

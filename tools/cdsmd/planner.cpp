@@ -6,6 +6,7 @@
 #include <cdsm/error.hpp>
 #include <cdsm/mapper.hpp>
 #include <cdsm/remapper.hpp>
+#include <map>
 
 namespace cdsm::cdsmd {
 
@@ -49,6 +50,17 @@ bool crowded(const std::vector<std::vector<std::uint32_t>>& masks,
         matched += augment(augment, t) ? 1 : 0;
     }
     return matched < std::min(masks.size(), available.size());
+}
+
+bool shares_a_cpu(const std::vector<std::uint32_t>& current,
+                  const std::vector<std::uint32_t>& available) {
+    std::map<std::uint32_t, std::size_t> load;
+    for (std::uint32_t c : available) load[c] = 0;
+    for (std::uint32_t c : current)
+        if (const auto it = load.find(c); it != load.end()) ++it->second;
+    const auto count = [&](auto pred) { return std::ranges::count_if(load, pred); };
+    return count([](const auto& l) { return l.second > 1; }) > 0 &&
+           count([](const auto& l) { return l.second == 0; }) > 0;
 }
 
 Planner::Planner(Topology machine, LevelCosts costs)
@@ -109,7 +121,7 @@ std::string_view reason_note(MoveReason reason) noexcept {
 Plan Planner::plan(const CommMatrix& matrix, const std::vector<std::uint32_t>& current_cpus,
                    const std::vector<std::vector<std::uint32_t>>& masks,
                    const std::vector<std::uint32_t>& available_cpus, std::string_view algorithm,
-                   RemapOptions options, bool with_baselines) const {
+                   RemapOptions options, bool with_baselines, bool stuck) const {
     const Topology sub = machine_.restricted_to(available_cpus);
     const Distances sub_distances(sub, costs_);
     // Tasks running outside the available CPUs have no place in `sub`: stacking them all on
@@ -127,10 +139,10 @@ Plan Planner::plan(const CommMatrix& matrix, const std::vector<std::uint32_t>& c
     // stacks tasks on a PU while another is free. Its costs, on the sub-topology's distances,
     // are the machine's for tasks inside it (restricted_to keeps the levels).
     const Remapper remapper(make_mapper(algorithm), options);
-    // Stacked: tasks on one PU while another is free, where their masks keep them so (or all on
-    // PU 0 when outside).
+    // Stacked: tasks on one PU while another is free, where their masks keep them so or where
+    // the caller saw them stay so (or all on PU 0 when outside).
     const bool stacked = Placement(current).is_stacked(sub.pu_count()) &&
-                         (!inside || crowded(masks, available_cpus));
+                         (!inside || stuck || crowded(masks, available_cpus));
     const RemapDecision d =
         remapper.decide(matrix, sub, sub_distances, Placement(current), stacked);
 

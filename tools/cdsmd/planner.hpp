@@ -25,6 +25,11 @@ CommMatrix submatrix(const CommMatrix& matrix, const std::vector<std::uint32_t>&
 bool crowded(const std::vector<std::vector<std::uint32_t>>& masks,
              const std::vector<std::uint32_t>& available);
 
+/// Whether tasks that last ran on the OS CPUs `current` share one of the `available` CPUs while
+/// another of them ran none: a moment's view, which only persistence makes a wait (pass.cpp).
+bool shares_a_cpu(const std::vector<std::uint32_t>& current,
+                  const std::vector<std::uint32_t>& available);
+
 /// Why a plan moves tasks.
 enum class MoveReason {
     kNone,     ///< it does not move any
@@ -64,11 +69,12 @@ class Planner {
 
     /// `current_cpus`: where each task runs now (OS CPU); `masks`: the CPUs each may run on now;
     /// `available_cpus`: where they may go (OS CPUs of the machine). Throws cdsm::Error if no
-    /// available CPU is in the machine.
+    /// available CPU is in the machine. `stuck`: the caller has seen the tasks share CPUs pass
+    /// after pass, so they wait for each other whatever their masks allow.
     Plan plan(const CommMatrix& matrix, const std::vector<std::uint32_t>& current_cpus,
               const std::vector<std::vector<std::uint32_t>>& masks,
               const std::vector<std::uint32_t>& available_cpus, std::string_view algorithm,
-              RemapOptions options, bool with_baselines = false) const;
+              RemapOptions options, bool with_baselines = false, bool stuck = false) const;
 
     /// Cost of tasks on OS CPUs, on the machine's distances (CPUs not in the machine count as
     /// the farthest distance).
