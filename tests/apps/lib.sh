@@ -131,7 +131,10 @@ show_by_rank() {
 # them well and calmly", tests/apps/history): no task moved more than APPS_MAX_MOVES (default 1)
 # times from launch to end; in cdsmd's fullest placement while it ran, no two tasks on one CPU,
 # each inside its affinity, and a cost on that moment's aged matrix within APPS_COST_WITHIN
-# (default 0.02) of Scotch's offline mapping of the same matrix on this machine. With
+# (default 0.02) of Scotch's offline mapping of the same matrix on this machine, or, for a
+# placement cdsmd kept rather than just chose, within APPS_KEEP_MARGIN (default 0.05, cdsmd's
+# mapping.min_gain: as the matrix drifts, it does not migrate for less; a CI run saw GROMACS's
+# 4 threads kept at 1122 where Scotch found 1080 on the final matrix, +3.9 %). With
 # "--report-only WHY" as $2 and $3 the checks are printed but do not fail the test.
 report_migrations() {
 	note "cdsmd's log: $(grep -c "application $app (.*): migrated" "$log" || true) migrating passes:"
@@ -141,6 +144,7 @@ report_migrations() {
 		fail "lstopo-no-graphics could not describe the machine (Debian package hwloc)"
 	CDSMCTL=$ctl python3 "$apps/history" --summarize "$1.history" \
 		--max-moves "${APPS_MAX_MOVES:-1}" --cost-within "${APPS_COST_WITHIN:-0.02}" \
+		--keep-margin "${APPS_KEEP_MARGIN:-0.05}" \
 		--topology "$work/machine.xml" && return 0
 	[[ ${2:-} == --report-only ]] ||
 		fail "cdsmd did not place application $app well and calmly (see above)"
