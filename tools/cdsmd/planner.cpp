@@ -6,7 +6,6 @@
 #include <cdsm/error.hpp>
 #include <cdsm/mapper.hpp>
 #include <cdsm/remapper.hpp>
-#include <map>
 
 namespace cdsm::cdsmd {
 
@@ -54,13 +53,13 @@ bool crowded(const std::vector<std::vector<std::uint32_t>>& masks,
 
 bool shares_a_cpu(const std::vector<std::uint32_t>& current,
                   const std::vector<std::uint32_t>& available) {
-    std::map<std::uint32_t, std::size_t> load;
-    for (std::uint32_t c : available) load[c] = 0;
-    for (std::uint32_t c : current)
-        if (const auto it = load.find(c); it != load.end()) ++it->second;
-    const auto count = [&](auto pred) { return std::ranges::count_if(load, pred); };
-    return count([](const auto& l) { return l.second > 1; }) > 0 &&
-           count([](const auto& l) { return l.second == 0; }) > 0;
+    // Placement::is_stacked over the available CPUs, as plan() asks it of the same tasks.
+    std::vector<PuId> at;
+    for (std::uint32_t c : current) {
+        const auto it = std::find(available.begin(), available.end(), c);
+        if (it != available.end()) at.push_back(PuId(it - available.begin()));
+    }
+    return Placement(std::move(at)).is_stacked(available.size());
 }
 
 Planner::Planner(Topology machine, LevelCosts costs)
