@@ -3,7 +3,6 @@
 #include <hwloc.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 #include <cstdint>
 #include <cstdlib>
@@ -151,30 +150,28 @@ Topology Topology::from_synthetic(std::string_view description, std::size_t max_
     if (text.find('\0') != std::string::npos) throw Error(source, "contains a NUL byte");
     const std::uint64_t limit = std::min<std::uint64_t>(max_pus, kMaxSyntheticPus);
     std::uint64_t pus = 1;
+    // Just past the next `c` from p, or null (where hwloc reports a missing `c`).
+    const auto past = [](const char* p, char c) -> const char* {
+        p = std::strchr(p, c);
+        return p ? p + 1 : nullptr;
+    };
     const char* pos = text.c_str();
-    if (*pos == '(') pos = std::strchr(pos, ')');
-    while (pos != nullptr && *pos != '\0') {
-        if (*pos == ')') ++pos;  // the end of the root's attributes
+    if (*pos == '(') pos = past(pos, ')');  // the root's attributes
+    while (pos != nullptr) {
         while (*pos == ' ' || *pos == '\n') ++pos;
         if (*pos == '\0') break;
         if (*pos == '[') {
-            pos = std::strchr(pos, ']');
-            if (pos != nullptr) ++pos;
+            pos = past(pos, ']');
             continue;
         }
-        if (*pos < '0' || *pos > '9') {
-            pos = std::strchr(pos, ':');
-            if (pos == nullptr) break;
-            ++pos;
-        }
+        if ((*pos < '0' || *pos > '9') && !(pos = past(pos, ':'))) break;
         char* end = nullptr;
         errno = 0;
         const unsigned long n = std::strtoul(pos, &end, 0);
         if (end == pos) break;
         const std::uint64_t arity = errno == ERANGE ? limit + 1 : std::uint64_t(n);
         pus = std::min(pus * std::min(arity, limit + 1), limit + 1);
-        pos = end;
-        if (*pos == '(') pos = std::strchr(pos, ')');
+        pos = *end == '(' ? past(end, ')') : end;
     }
     if (pus > limit) {
         throw Error(source, "describes more than " + std::to_string(limit) + " PUs" +
