@@ -72,7 +72,8 @@ std::vector<std::size_t> loads_of(const std::vector<PuId>& pus, std::size_t pu_c
 
 }  // namespace
 
-void rebalance(std::vector<PuId>& pus, const CommGraph& graph, const Distances& distances) {
+bool rebalance(std::vector<PuId>& pus, const CommGraph& graph, const Distances& distances,
+               const std::vector<bool>* fixed) {
     const std::size_t p_count = distances.pu_count(), n = pus.size();
     const std::size_t low = n / p_count, high = (n + p_count - 1) / p_count;
     auto load = loads_of(pus, p_count);
@@ -83,13 +84,14 @@ void rebalance(std::vector<PuId>& pus, const CommGraph& graph, const Distances& 
             over |= l > high;
             under |= l < low;
         }
-        if (!over && !under) return;
+        if (!over && !under) return true;
         double best = std::numeric_limits<double>::infinity();
         std::size_t best_task = 0;
         PuId best_pu = 0;
         for (std::size_t t = 0; t < n; ++t) {
             const PuId from = pus[t];
             if (over ? load[from] <= high : load[from] <= low) continue;
+            if (fixed && (*fixed)[t]) continue;
             const double here = cost_on(t, from, pus, graph, distances);
             for (PuId to = 0; to < p_count; ++to) {
                 if (over ? load[to] >= high : load[to] >= low) continue;
@@ -101,6 +103,7 @@ void rebalance(std::vector<PuId>& pus, const CommGraph& graph, const Distances& 
                 }
             }
         }
+        if (best == std::numeric_limits<double>::infinity()) return false;  // only fixed ones
         --load[pus[best_task]];
         ++load[best_pu];
         pus[best_task] = best_pu;

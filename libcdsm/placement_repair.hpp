@@ -13,9 +13,11 @@
 namespace cdsm::detail {
 
 /// Moves tasks until every PU holds floor(N/P) or ceil(N/P) of them, each time choosing the
-/// move that raises the cost least.
-/// `graph` holds every edge of the matrix (no pruning).
-void rebalance(std::vector<PuId>& pus, const CommGraph& graph, const Distances& distances);
+/// move that raises the cost least, and returns true. `graph` holds every edge of the matrix
+/// (no pruning). With `fixed` (a flag per task), only the other tasks move; false when they
+/// cannot balance the PUs alone (`pus` is then partly moved).
+bool rebalance(std::vector<PuId>& pus, const CommGraph& graph, const Distances& distances,
+               const std::vector<bool>* fixed = nullptr);
 
 /// Local search keeping the balance: swaps two tasks, or moves one to a PU with room, while that
 /// lowers the cost; at most `max_passes` sweeps over all pairs, and it stops once it has done

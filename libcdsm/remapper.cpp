@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "cdsm/remapper.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -38,6 +39,14 @@ RemapDecision Remapper::decide(const CommMatrix& matrix, const Topology& topolog
 RemapDecision Remapper::decide(const CommMatrix& matrix, const Topology& topology,
                                const Distances& distances, const Placement& current,
                                bool stacked) const {
+    return decide(matrix, topology, distances, current, stacked, {});
+}
+
+RemapDecision Remapper::decide(const CommMatrix& matrix, const Topology& topology,
+                               const Distances& distances, const Placement& current, bool stacked,
+                               const std::vector<bool>& placed) const {
+    if (!placed.empty() && placed.size() != current.size())
+        throw Error("remapper", "a placed flag per task, or none");
     const MappingProblem problem{matrix, topology, distances, &current};
     check_problem(problem);
     RemapDecision d;
@@ -49,8 +58,9 @@ RemapDecision Remapper::decide(const CommMatrix& matrix, const Topology& topolog
         // Tasks wait for each other: spread them, whatever it costs, but at the least cost of
         // two unstacked placements: the mapper's, or the current one with only stacked tasks
         // moved, each to the free PU where it costs least (usually the fewer migrations).
+        const CommGraph graph(matrix, PruneOptions{SIZE_MAX, 0});
         std::vector<PuId> pus(current.pus().begin(), current.pus().end());
-        detail::rebalance(pus, CommGraph(matrix, PruneOptions{SIZE_MAX, 0}), distances);
+        detail::rebalance(pus, graph, distances);
         const Placement spread(std::move(pus));
         const double spread_cost = mapping_cost(matrix, spread, distances);
         const bool take_spread = spread_cost < d.proposed_cost ||
@@ -59,6 +69,19 @@ RemapDecision Remapper::decide(const CommMatrix& matrix, const Topology& topolog
         d.placement = take_spread ? spread : proposed;
         d.proposed_cost = take_spread ? spread_cost : d.proposed_cost;
         d.spread = true;
+        // Or only the tasks not placed before moved, unless that costs min_gain more.
+        if (std::find(placed.begin(), placed.end(), true) != placed.end()) {
+            std::vector<PuId> others(current.pus().begin(), current.pus().end());
+            if (detail::rebalance(others, graph, distances, &placed)) {
+                const Placement keep(std::move(others));
+                const double keep_cost = mapping_cost(matrix, keep, distances);
+                if (!(d.proposed_cost <= (1 - options_.min_gain) * keep_cost &&
+                      d.proposed_cost < keep_cost)) {
+                    d.placement = keep;
+                    d.proposed_cost = keep_cost;
+                }
+            }
+        }
     } else if (d.proposed_cost < d.current_cost &&
                d.proposed_cost <= (1 - options_.min_gain) * d.current_cost) {
         // Strictly cheaper, and by the margin: an equally good placement (a cost of 0 -> 0, or

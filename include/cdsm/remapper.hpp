@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <vector>
 
 #include "cdsm/mapper.hpp"
 
@@ -57,6 +58,14 @@ class Remapper {
     /// several PUs are spread by the scheduler, whatever PU each last ran on).
     RemapDecision decide(const CommMatrix& matrix, const Topology& topology,
                          const Distances& distances, const Placement& current, bool stacked) const;
+    /// The same, with `placed` (empty, or a flag per task) naming the tasks placed before (cdsmd
+    /// bound them there). Stacked tasks are then spread by moving only the others, e.g. threads
+    /// created after their process was placed, which inherit its thread's one-PU mask, unless
+    /// an unstacked placement that moves placed tasks too is cheaper by min_gain: each such
+    /// move is a task's second migration.
+    RemapDecision decide(const CommMatrix& matrix, const Topology& topology,
+                         const Distances& distances, const Placement& current, bool stacked,
+                         const std::vector<bool>& placed) const;
 
   private:
     std::unique_ptr<Mapper> mapper_;

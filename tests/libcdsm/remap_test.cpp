@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "cdsm/baseline_mappers.hpp"
+#include "cdsm/error.hpp"
 #include "cdsm/exhaustive_mapper.hpp"
 #include "cdsm/patterns.hpp"
 #include "cdsm/relabel.hpp"
@@ -220,6 +221,57 @@ TEST(Remapper, SpreadsStackedTasksNoCostlierThanTheMapperWould) {
         EXPECT_FALSE(d.placement.is_stacked(32)) << name;
         EXPECT_LE(s.cost(m, d.placement), s.cost(m, mapped)) << name;
     }
+}
+
+TEST(Remapper, SpreadsTasksNotPlacedBeforeRatherThanMovePlacedOnesAgain) {
+    // A process's thread placed on PU 0 (talking most with a thread placed on PU 3) and a
+    // thread created since, which inherited its one-PU mask and shares PU 0 with it. Moving the
+    // placed thread next to its other partner costs a little less, but it would be its second
+    // migration: the newcomer moves, to the placed thread's sibling PU.
+    const Target s(test::small_machine());
+    CommMatrix m(3);
+    m.set(0, 1, 100);
+    m.set(0, 2, 104);
+    const Placement current(std::vector<PuId>{0, 0, 3});
+    const std::vector<bool> placed{true, false, true};
+    const RemapDecision eager = scotch_remapper().decide(m, s.topology, s.distances, current, true);
+    ASSERT_TRUE(eager.spread);
+    ASSERT_NE(eager.placement[0], 0u) << "the scenario: moving the placed task costs least";
+    const RemapDecision d =
+        scotch_remapper().decide(m, s.topology, s.distances, current, true, placed);
+    EXPECT_TRUE(d.spread);
+    EXPECT_FALSE(d.placement.is_stacked(8));
+    EXPECT_EQ(d.placement[0], 0u);
+    EXPECT_EQ(d.placement[2], 3u);
+    EXPECT_EQ(d.placement[1], 1u);  // the cheapest free PU for the newcomer
+    EXPECT_EQ(d.moved, 1u);
+    EXPECT_EQ(d.proposed_cost, s.cost(m, d.placement));
+    EXPECT_GT(d.proposed_cost, eager.proposed_cost);
+    EXPECT_LT(eager.proposed_cost, d.proposed_cost * 1.05) << "within min_gain";
+}
+
+TEST(Remapper, MovesPlacedTasksAgainWhenSpreadingOnlyTheOthersCostsMoreThanTheMargin) {
+    // The same, but the placed thread talks three times more with its other partner than with
+    // the newcomer: keeping it costs more than min_gain, so it moves.
+    const Target s(test::small_machine());
+    CommMatrix m(3);
+    m.set(0, 1, 100);
+    m.set(0, 2, 300);
+    const Placement current(std::vector<PuId>{0, 0, 3});
+    const RemapDecision eager = scotch_remapper().decide(m, s.topology, s.distances, current, true);
+    const RemapDecision d =
+        scotch_remapper().decide(m, s.topology, s.distances, current, true, {true, false, true});
+    EXPECT_TRUE(d.spread);
+    EXPECT_FALSE(d.placement.is_stacked(8));
+    EXPECT_EQ(d.placement, eager.placement);
+    EXPECT_NE(d.placement[0], 0u);
+    // Placed tasks that cannot un-stack without moving (two on one PU) move as before.
+    const RemapDecision both =
+        scotch_remapper().decide(m, s.topology, s.distances, Placement(std::vector<PuId>{0, 0, 3}),
+                                 true, {true, true, false});
+    EXPECT_FALSE(both.placement.is_stacked(8));
+    EXPECT_THROW(scotch_remapper().decide(m, s.topology, s.distances, current, true, {true}),
+                 Error);
 }
 
 TEST(Remapper, AnUnevenOverSubscribedPlacementMovesOnlyForAGain) {

@@ -465,10 +465,17 @@ PassResult map_pass(AppState& app, const MapRequest& req, PassContext& context) 
     }
     const bool stuck =
         app.stacked_passes >= kStuckPasses && now - std::min(now, app.stacked_since_ns) >= kStuckNs;
+    // Tasks cdsmd bound to the CPU they run on: spreading moves the others first (threads
+    // created since, which inherit a placed thread's one-CPU mask), not them a second time.
+    std::vector<bool> placed;
+    for (std::size_t k = 0; k < tasks.tids.size(); ++k) {
+        const auto& bound = app.tasks[tasks.tids[k]].bound_cpu;
+        placed.push_back(bound && *bound == tasks.current[k]);
+    }
     const Plan plan = context.planner.plan(
         sub, tasks.current, tasks.masks, cpus.available, algorithm,
         RemapOptions{.min_gain = config.min_gain, .min_gain_sigma = config.min_gain_sigma},
-        req.baselines, stuck);
+        req.baselines, stuck, placed);
     log_plan(label, sub, tasks, plan);
 
     // A detect application is planned and recorded, never placed. A placement that only lowers

@@ -120,7 +120,8 @@ std::string_view reason_note(MoveReason reason) noexcept {
 Plan Planner::plan(const CommMatrix& matrix, const std::vector<std::uint32_t>& current_cpus,
                    const std::vector<std::vector<std::uint32_t>>& masks,
                    const std::vector<std::uint32_t>& available_cpus, std::string_view algorithm,
-                   RemapOptions options, bool with_baselines, bool stuck) const {
+                   RemapOptions options, bool with_baselines, bool stuck,
+                   const std::vector<bool>& placed) const {
     const Topology sub = machine_.restricted_to(available_cpus);
     const Distances sub_distances(sub, costs_);
     // Tasks running outside the available CPUs have no place in `sub`: stacking them all on
@@ -143,7 +144,7 @@ Plan Planner::plan(const CommMatrix& matrix, const std::vector<std::uint32_t>& c
     const bool stacked = Placement(current).is_stacked(sub.pu_count()) &&
                          (!inside || stuck || crowded(masks, available_cpus));
     const RemapDecision d =
-        remapper.decide(matrix, sub, sub_distances, Placement(current), stacked);
+        remapper.decide(matrix, sub, sub_distances, Placement(current), stacked, placed);
 
     Plan plan;
     for (PuId pu : d.placement.pus()) plan.target_cpus.push_back(sub.pu(pu).os_index);

@@ -70,11 +70,14 @@ class Planner {
     /// `current_cpus`: where each task runs now (OS CPU); `masks`: the CPUs each may run on now;
     /// `available_cpus`: where they may go (OS CPUs of the machine). Throws cdsm::Error if no
     /// available CPU is in the machine. `stuck`: the caller has seen the tasks share CPUs pass
-    /// after pass, so they wait for each other whatever their masks allow.
+    /// after pass, so they wait for each other whatever their masks allow. `placed` (empty, or a
+    /// flag per task): tasks the caller placed before, which spreading leaves where they are
+    /// unless moving them too is cheaper by min_gain (Remapper::decide).
     Plan plan(const CommMatrix& matrix, const std::vector<std::uint32_t>& current_cpus,
               const std::vector<std::vector<std::uint32_t>>& masks,
               const std::vector<std::uint32_t>& available_cpus, std::string_view algorithm,
-              RemapOptions options, bool with_baselines = false, bool stuck = false) const;
+              RemapOptions options, bool with_baselines = false, bool stuck = false,
+              const std::vector<bool>& placed = {}) const;
 
     /// Cost of tasks on OS CPUs, on the machine's distances (CPUs not in the machine count as
     /// the farthest distance).
