@@ -6,6 +6,7 @@
 #include "cdsm/distances.hpp"
 #include "cdsm/mapper.hpp"
 #include "cdsm/matrix_io.hpp"
+#include "cdsm/remapper.hpp"
 #include "cdsm/topology.hpp"
 #include "support.hpp"
 
@@ -137,6 +138,22 @@ TEST(Map, CurrentPlacementIsCostedAndKeptWhereTheResultAllows) {
     EXPECT_DOUBLE_EQ(m.json.at("cost").get<double>(), current_cost);
     EXPECT_EQ(m.json.at("moves"), 0) << m.json.dump();
     EXPECT_EQ(m.placement, current);
+    EXPECT_EQ(m.json.at("noise").get<double>(), 0.0) << "no move, no difference to doubt";
+}
+
+TEST(Map, CurrentPlacementGivesTheCountingNoiseOfTheDifference) {
+    TempDir dir;
+    const auto matrix = mirrored_pairs(8);
+    const auto file = dir.write("pairs.csv", cdsm::format_matrix_csv(matrix));
+    const auto topology = cdsm::Topology::from_synthetic(kSmall);
+    // Partners on the two packages: every pair moves to one core.
+    const Mapped m = map_json(
+        {"--matrix", file, "--topology", kSmall, "--current", "0,4,1,5,2,6,3,7"}, topology);
+    const cdsm::Placement current({0, 4, 1, 5, 2, 6, 3, 7});
+    const double noise = m.json.at("noise").get<double>();
+    EXPECT_GT(noise, 0);
+    EXPECT_DOUBLE_EQ(noise, cdsm::cost_difference_noise(matrix, current, m.placement,
+                                                        cdsm::Distances(topology)));
 }
 
 TEST(Map, TextOutputListsOnePuPerTaskAndEveryBaseline) {

@@ -22,6 +22,7 @@
 #include "cdsm/matrix_io.hpp"
 #include "cdsm/migrator.hpp"
 #include "cdsm/relabel.hpp"
+#include "cdsm/remapper.hpp"
 #include "commands.hpp"
 #include "output.hpp"
 #include "terminal_heatmap.hpp"
@@ -143,6 +144,7 @@ int map_offline(const MapOptions& options, std::ostream& out) {
     if (current) {
         baselines["current"] = cdsm::mapping_cost(file.matrix, *current, distances);
         result["moves"] = placement.moves_from(*current);
+        result["noise"] = cdsm::cost_difference_noise(file.matrix, *current, placement, distances);
     }
     result["baselines"] = std::move(baselines);
     if (!file.tasks.empty()) result["tasks"] = file.tasks;
