@@ -53,18 +53,16 @@ observed() {
 }
 
 # Sets the gate file $1 to "on" while file $2 has a line matching $3 and none matching $4
-# (extended regular expressions), then "off"; also "off" when process $pid ends. With $5 and $6,
-# appends "EPOCH_SECONDS $6" to the phases file $5 when the gate goes on (report_migrations
-# --phases). Shell builtins only (no fork per look). Runs in the background; sets $gater.
+# (extended regular expressions), then "off"; also "off" when process $pid ends. Shell
+# builtins only (no fork per look). Runs in the background; sets $gater.
 gate_on_lines() {
-	local gate=$1 file=$2 from=$3 to=$4 phases=${5:-} phase=${6:-}
+	local gate=$1 file=$2 from=$3 to=$4
 	(
 		until [[ -e $file ]] && grep -qE "$from" "$file"; do
 			kill -0 "$pid" 2>/dev/null || { echo off >"$gate" && exit 0; }
 			read -rt 0.5 <> <(:) || true
 		done
 		echo on >"$gate"
-		[[ -z $phases ]] || echo "$EPOCHREALTIME $phase" >>"$phases"
 		until grep -qE "$to" "$file"; do
 			kill -0 "$pid" 2>/dev/null || break
 			read -rt 0.5 <> <(:) || true
@@ -141,13 +139,15 @@ show_by_rank() {
 # difference's counting noise (cdsmd does not migrate for less either: LAMMPS's 4 ranks on 6.1
 # were kept at 179 where Scotch found 167, +7.2 %, on an aged matrix of 79 events). After $1:
 # "--phases FILE" counts the moves per phase (FILE: lines "EPOCH_SECONDS NAME", when each began);
+# "--max-moves N" allows N moves per task (per phase) instead of APPS_MAX_MOVES;
 # "--report-only WHY": the checks are printed but do not fail the test.
 report_migrations() {
-	local prefix=$1 phases=() why=
+	local prefix=$1 phases=() why= max=${APPS_MAX_MOVES:-1}
 	shift
 	while (($#)); do
 		case $1 in
 		--phases) phases=(--phases "$2") ;;
+		--max-moves) max=$2 ;;
 		--report-only) why=$2 ;;
 		*) fail "report_migrations: unknown option $1" ;;
 		esac
@@ -159,7 +159,7 @@ report_migrations() {
 	[[ -e $work/machine.xml ]] || lstopo-no-graphics --of xml "$work/machine.xml" ||
 		fail "lstopo-no-graphics could not describe the machine (Debian package hwloc)"
 	CDSMCTL=$ctl python3 "$apps/history" --summarize "$prefix.history" \
-		--max-moves "${APPS_MAX_MOVES:-1}" --cost-within "${APPS_COST_WITHIN:-0.02}" \
+		--max-moves "$max" --cost-within "${APPS_COST_WITHIN:-0.02}" \
 		--keep-margin "${APPS_KEEP_MARGIN:-0.05}" --keep-sigma "${APPS_KEEP_SIGMA:-3}" \
 		"${phases[@]}" \
 		--topology "$work/machine.xml" && return 0
