@@ -1,10 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "cdsm/matrix_io.hpp"
 
+#include <algorithm>
+#include <array>
 #include <charconv>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <sstream>
+#include <optional>
 
 #include "cdsm/error.hpp"
 #include "matrix_check.hpp"
@@ -54,10 +57,87 @@ void check_row(std::size_t length, std::size_t row, std::size_t rows, std::strin
 std::string read_text(const std::filesystem::path& path) {
     std::ifstream in(path, std::ios::binary);
     if (!in) throw Error(path.string(), "cannot be opened");
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
+    // In blocks into room for the whole file: one copy of it in memory, not two.
+    std::error_code ec;
+    const auto size = std::filesystem::file_size(path, ec);
+    std::string text;
+    if (!ec) text.reserve(size);
+    std::array<char, 1 << 16> block;
+    while (in.read(block.data(), block.size()) || in.gcount() > 0)
+        text.append(block.data(), static_cast<std::size_t>(in.gcount()));
+    return text;
 }
+
+bool is_blank(char c) {
+    return c == ' ' || c == '\t';
+}
+
+// The cell starting at `p` when it is a plain count ([ \t]*digits[ \t\r]*, at most 19 digits:
+// no overflow) before the line's end or a comma, which `p` is then left at; nullopt for
+// anything else, which parse_count() reads or rejects. A 4096-task CSV has 16.8 M cells.
+std::optional<CommMatrix::Value> plain_count(const char*& p, const char* end) {
+    const char* q = p;
+    while (q != end && is_blank(*q)) ++q;
+    const char* const digits = q;
+    CommMatrix::Value value = 0;
+    while (q != end && *q >= '0' && *q <= '9' && q - digits < 19)
+        value = value * 10 + static_cast<CommMatrix::Value>(*q++ - '0');
+    if (q == digits) return std::nullopt;
+    while (q != end && (is_blank(*q) || *q == '\r')) ++q;
+    if (q != end && *q != ',') return std::nullopt;
+    p = q;
+    return value;
+}
+
+// Fills a matrix row by row, in the order of the text: the upper triangle is stored, and each
+// cell below the diagonal must equal the pair its row stored before. While the matrix is
+// sparse a pair is a binary search away; the non-zero pairs of each column, listed as they are
+// stored (by rows), turn the check into a walk down the list.
+class SymmetricFill {
+  public:
+    SymmetricFill(CommMatrix& matrix, std::string_view name)
+        : matrix_(matrix), name_(name), columns_(matrix.is_sparse() ? matrix.size() : 0) {}
+
+    void start_row(std::size_t row) {
+        if (!columns_.empty() && row > 0) columns_[row - 1] = {};  // checked: no longer needed
+        row_ = row;
+        next_ = 0;
+        if (!matrix_.is_sparse()) columns_ = {};  // it became dense: at() is an index
+    }
+
+    void cell(std::size_t column, CommMatrix::Value value) {
+        if (column > row_) {
+            if (value == 0) return;
+            matrix_.set(row_, column, value);
+            if (!columns_.empty()) columns_[column].push_back({row_, value});
+            return;
+        }
+        if (column == row_) return;
+        const CommMatrix::Value upper = stored(column);
+        if (upper != value)
+            detail::asymmetric(name_, column, row_, static_cast<double>(upper),
+                               static_cast<double>(value));
+    }
+
+  private:
+    struct Pair {
+        std::size_t row;
+        CommMatrix::Value value;
+    };
+
+    // The pair (column, row_), column < row_, the cells of a row coming in column order.
+    CommMatrix::Value stored(std::size_t column) {
+        if (columns_.empty()) return matrix_.at(column, row_);
+        const auto& pairs = columns_[row_];
+        if (next_ < pairs.size() && pairs[next_].row == column) return pairs[next_++].value;
+        return 0;
+    }
+
+    CommMatrix& matrix_;
+    std::string_view name_;
+    std::vector<std::vector<Pair>> columns_;  // while sparse: column j's pairs (i < j, value)
+    std::size_t row_ = 0, next_ = 0;
+};
 
 }  // namespace
 
@@ -74,26 +154,29 @@ CommMatrix parse_matrix_csv(std::string_view text, std::string_view name) {
     for (std::string_view rest = text; !rest.empty();)
         if (!next_line(rest).empty()) ++rows;
     CommMatrix matrix(rows);
+    SymmetricFill fill(matrix, name);
     std::size_t row = 0;
     for (std::string_view rest = text; !rest.empty();) {
         const std::string_view line = next_line(rest);
         if (line.empty()) continue;
+        fill.start_row(row);
+        const char* p = line.data();
+        const char* const end = p + line.size();
         std::size_t column = 0;
-        for (std::string_view cells = line;; ++column) {
-            const auto comma = cells.find(',');
-            const std::string_view token = cells.substr(0, comma);
-            if (column < rows) {
-                const CommMatrix::Value value = parse_count(token, name, row, column);
-                if (column > row)
-                    matrix.set(row, column, value);
-                else if (column < row && matrix.at(column, row) != value)
-                    detail::asymmetric(name, column, row,
-                                       static_cast<double>(matrix.at(column, row)),
-                                       static_cast<double>(value));
+        for (; column < rows; ++column) {
+            auto value = plain_count(p, end);
+            if (!value) {
+                const auto* comma = static_cast<const char*>(std::memchr(p, ',', end - p));
+                const char* token_end = comma ? comma : end;
+                value = parse_count({p, token_end}, name, row, column);
+                p = token_end;
             }
-            if (comma == std::string_view::npos) break;
-            cells = cells.substr(comma + 1);
+            fill.cell(column, *value);
+            if (p == end) break;
+            ++p;  // the comma
         }
+        // Cells past the last column are counted, not read.
+        if (column == rows) column += static_cast<std::size_t>(std::count(p, end, ','));
         check_row(column + 1, row, rows, name);
         ++row;
     }

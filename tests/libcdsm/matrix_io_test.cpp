@@ -5,6 +5,10 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <random>
+#include <string>
+
 #include "cdsm/patterns.hpp"
 #include "test_support.hpp"
 
@@ -53,6 +57,96 @@ TEST(MatrixIo, BadCsvNamesTheProblemAndTheInput) {
                 HasSubstr("/nonexistent/m.csv: cannot be opened"));
     EXPECT_THAT(error_of([] { write_matrix_file("m.txt", CommMatrix(1)); }),
                 HasSubstr("m.txt: unknown matrix format"));
+}
+
+// Large matrices take the reader's other paths: sparse storage (256 tasks and more) checked by
+// columns, and storage that turns dense while the rows are read.
+TEST(MatrixIo, LargeCsvRoundTripsExactly) {
+    const CommMatrix stencil = patterns::stencil_2d(1024);
+    ASSERT_TRUE(stencil.is_sparse());
+    const CommMatrix back = parse_matrix_csv(format_matrix_csv(stencil), "stencil.csv");
+    EXPECT_EQ(back, stencil);
+    EXPECT_TRUE(back.is_sparse());
+
+    // Every pair, some of 20 digits (the reader takes counts below 1.8e19): the sparse storage
+    // the reader starts with turns dense a quarter of the way in.
+    CommMatrix dense(300);
+    std::mt19937_64 random(3);
+    for (std::size_t i = 0; i < 300; ++i)
+        for (std::size_t j = i + 1; j < 300; ++j)
+            dense.set(i, j, j == i + 1 ? 17'999'999'999'999'999'999u - i : random() % 1000 + 1);
+    ASSERT_FALSE(dense.is_sparse());
+    EXPECT_EQ(parse_matrix_csv(format_matrix_csv(dense), "dense.csv"), dense);
+}
+
+TEST(MatrixIo, CsvCellsReadAlikeWhateverTheirForm) {
+    // Task 0 and 1 exchange 7 in every spelling the reader accepts, in a sparse 300-task matrix.
+    for (const char* seven : {"7", " 7", "7 ", "\t7\t", "7\r", "0007", "7.0", "7e0", "0.7e1"}) {
+        std::string text;
+        for (std::size_t i = 0; i < 300; ++i) {
+            for (std::size_t j = 0; j < 300; ++j) {
+                if (j > 0) text += ',';
+                text += (i == 0 && j == 1) ? seven : (i == 1 && j == 0) ? "7" : "0";
+            }
+            text += '\n';
+        }
+        const CommMatrix m = parse_matrix_csv(text, "m.csv");
+        EXPECT_EQ(m.at(0, 1), 7u) << seven;
+        EXPECT_EQ(m.total(), 7.0) << seven;
+    }
+}
+
+// The first cell in row order whose mirror differs is named, whichever side is zero, and
+// whether the matrix is stored sparsely or has turned dense by then.
+TEST(MatrixIo, CsvAsymmetryIsNamedAtTheFirstCellBelowTheDiagonal) {
+    struct Cell {
+        std::size_t row, column;
+        const char* text;
+    };
+    // n tasks, the first `busy` of which talk to everyone (2), with some cells overridden.
+    auto matrix_csv = [](std::size_t n, std::size_t busy, std::vector<Cell> cells) {
+        std::string text;
+        for (std::size_t i = 0; i < n; ++i) {
+            for (std::size_t j = 0; j < n; ++j) {
+                if (j > 0) text += ',';
+                const auto it = std::find_if(cells.begin(), cells.end(), [&](const Cell& c) {
+                    return c.row == i && c.column == j;
+                });
+                text += it != cells.end() ? it->text : i != j && std::min(i, j) < busy ? "2" : "0";
+            }
+            text += '\n';
+        }
+        return text;
+    };
+    auto error = [](const std::string& text) {
+        return error_of([&] { parse_matrix_csv(text, "m.csv"); });
+    };
+    // Sparse: row 7 says 0 where row 3 said 5, or 5 where row 3 said 0.
+    EXPECT_THAT(error(matrix_csv(300, 0, {{3, 7, "5"}})),
+                HasSubstr("m.csv: is not symmetric: cell (3, 7) = 5.000000 but cell (7, 3) = "
+                          "0.000000"));
+    EXPECT_THAT(error(matrix_csv(300, 0, {{7, 3, "5"}})),
+                HasSubstr("cell (3, 7) = 0.000000 but cell (7, 3) = 5.000000"));
+    // Rows 0..99 talk to everyone: the storage is dense from about row 40 on.
+    EXPECT_THAT(error(matrix_csv(300, 100, {{250, 120, "9"}})),
+                HasSubstr("cell (120, 250) = 0.000000 but cell (250, 120) = 9.000000"));
+    EXPECT_THAT(error(matrix_csv(300, 100, {{250, 60, "9"}})),
+                HasSubstr("cell (60, 250) = 2.000000 but cell (250, 60) = 9.000000"));
+    // Cells are read in order: what comes first in the text is named.
+    EXPECT_THAT(error(matrix_csv(300, 0, {{7, 3, "5"}, {7, 200, "x"}})),
+                HasSubstr("is not symmetric: cell (3, 7)"));
+    EXPECT_THAT(error(matrix_csv(300, 0, {{7, 3, "x"}, {7, 5, "5"}})),
+                HasSubstr("row 7, column 3: 'x' is not a number"));
+}
+
+TEST(MatrixIo, LargeCsvWithARowOfTheWrongLengthNamesIt) {
+    std::string text;
+    for (std::size_t i = 0; i < 300; ++i) {
+        for (std::size_t j = 0; j < (i == 200 ? 302 : 300); ++j) text += j > 0 ? ",0" : "0";
+        text += '\n';
+    }
+    EXPECT_THAT(error_of([&] { parse_matrix_csv(text, "m.csv"); }),
+                HasSubstr("m.csv: row 200 has 302 values but there are 300 rows"));
 }
 
 TEST(MatrixIo, BadJsonNamesTheProblemAndTheInput) {
