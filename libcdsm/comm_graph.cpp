@@ -20,76 +20,90 @@ bool stronger(const Arc& a, const Arc& b) {
 
 CommGraph::CommGraph(const CommMatrix& matrix, PruneOptions prune) {
     const std::size_t n = matrix.size();
-    const bool pruning = n >= prune.min_tasks && prune.keep_per_task + 1 < n;
-    // Both directions of every non-zero pair, row by row in column order.
-    std::vector<std::size_t> degree(n + 1, 0);
-    matrix.for_each_pair([&](std::size_t i, std::size_t j, CommMatrix::Value) {
+    std::vector<std::size_t> degree(n, 0);
+    // Both directions of the kept edges, row by row in column order (row i receives its
+    // partners j < i, from earlier rows, before its own j > i), `degree` counting them.
+    auto place = [&](const auto& for_each_kept) {
+        offsets_.assign(n + 1, 0);
+        for (std::size_t i = 0; i < n; ++i) offsets_[i + 1] = offsets_[i] + degree[i];
+        neighbours_.resize(offsets_[n]);
+        weights_.resize(offsets_[n]);
+        std::vector<std::size_t> fill(offsets_.begin(), offsets_.end() - 1);
+        for_each_kept([&](std::size_t i, std::size_t j, CommMatrix::Value v) {
+            neighbours_[fill[j]] = static_cast<std::uint32_t>(i);
+            weights_[fill[j]++] = v;
+            neighbours_[fill[i]] = static_cast<std::uint32_t>(j);
+            weights_[fill[i]++] = v;
+        });
+    };
+    if (n < prune.min_tasks || prune.keep_per_task + 1 >= n) {
+        matrix.for_each_pair([&](std::size_t i, std::size_t j, CommMatrix::Value) {
+            ++degree[i];
+            ++degree[j];
+        });
+        place([&](const auto& f) { matrix.for_each_pair(f); });
+        return;
+    }
+
+    // One pass for the degrees, the total and the k strongest arcs of each row in a heap whose
+    // top is the weakest of them: k arcs per task, where a table of all 261 K arcs of a dense
+    // 512-task matrix took a third of its mapping.
+    const std::size_t k = prune.keep_per_task;
+    std::vector<Arc> top(n * k);
+    // The top of each full heap, side by side: most arcs are weaker, and this rejects them.
+    std::vector<Arc> weakest(n, Arc{0, 0});
+    double total = 0;
+    std::size_t pairs = 0;
+    // Arc `arc` into row i's heap, whose weakest it beats or which is not full.
+    auto insert = [&top, &weakest, &degree, k](std::size_t i, const Arc& arc) {
+        const auto heap = top.begin() + static_cast<std::ptrdiff_t>(i * k);
+        const auto size = static_cast<std::ptrdiff_t>(std::min(degree[i], k));  // offered so far
+        if (size == static_cast<std::ptrdiff_t>(k)) {
+            std::pop_heap(heap, heap + size, stronger);
+            heap[size - 1] = arc;
+        } else {
+            heap[size] = arc;
+        }
+        std::push_heap(heap, heap + std::min(size + 1, static_cast<std::ptrdiff_t>(k)), stronger);
+        weakest[i] = heap[0];
+    };
+    matrix.for_each_pair([&, k](std::size_t i, std::size_t j, CommMatrix::Value v) {
+        if (k > 0) {
+            const Arc to_j{static_cast<std::uint32_t>(j), v},
+                to_i{static_cast<std::uint32_t>(i), v};
+            if (degree[i] < k || stronger(to_j, weakest[i])) insert(i, to_j);
+            if (degree[j] < k || stronger(to_i, weakest[j])) insert(j, to_i);
+        }
         ++degree[i];
         ++degree[j];
+        ++pairs;
+        total += static_cast<double>(v);
     });
-    offsets_.assign(n + 1, 0);
-    for (std::size_t i = 0; i < n; ++i) offsets_[i + 1] = offsets_[i] + degree[i];
-    std::vector<Arc> arcs(offsets_[n]);
-    {
-        std::vector<std::size_t> fill(offsets_.begin(), offsets_.end() - 1);
-        // Row i receives its partners j < i (from earlier rows) before its own j > i: sorted.
-        matrix.for_each_pair([&](std::size_t i, std::size_t j, CommMatrix::Value v) {
-            arcs[fill[j]++] = {static_cast<std::uint32_t>(i), v};
-            arcs[fill[i]++] = {static_cast<std::uint32_t>(j), v};
-        });
-    }
     // The weakest arc each task keeps among its strongest partners: an edge survives if it is
-    // at least as strong as either end's.
-    std::vector<Arc> cut(n, Arc{0, 0});
-    if (pruning && prune.keep_per_task > 0) {
-        // The keep_per_task strongest arcs of each row in a heap whose top is the weakest of
-        // them: one pass over the row, no copy (nth_element over a copy took a third of a dense
-        // 512-task mapping).
-        const std::size_t k = prune.keep_per_task;
-        std::vector<Arc> top;
-        top.reserve(k);
-        for (std::size_t i = 0; i < n; ++i) {
-            const std::size_t begin = offsets_[i], end = offsets_[i + 1];
-            if (end - begin <= k) {
-                cut[i] = {static_cast<std::uint32_t>(n), 0};  // keeps every arc
-                continue;
-            }
-            top.assign(arcs.begin() + static_cast<std::ptrdiff_t>(begin),
-                       arcs.begin() + static_cast<std::ptrdiff_t>(begin + k));
-            std::make_heap(top.begin(), top.end(), stronger);
-            for (std::size_t a = begin + k; a < end; ++a) {
-                if (!stronger(arcs[a], top.front())) continue;
-                std::pop_heap(top.begin(), top.end(), stronger);
-                top.back() = arcs[a];
-                std::push_heap(top.begin(), top.end(), stronger);
-            }
-            cut[i] = top.front();
-        }
-    }
-    auto kept_by = [&](std::size_t i, const Arc& arc) {
-        return cut[i].to == n || (prune.keep_per_task > 0 && !stronger(cut[i], arc));
+    // at least as strong as either end's (a task of at most k partners keeps them all).
+    auto kept_by = [&weakest, k](std::size_t i, const Arc& arc) {
+        return k > 0 && !stronger(weakest[i], arc);
     };
+    struct Edge {
+        std::uint32_t i, j;
+        CommMatrix::Value value;
+    };
+    std::vector<Edge> kept;
+    std::fill(degree.begin(), degree.end(), 0);
     double kept_total = 0;
-    neighbours_.reserve(arcs.size());
-    weights_.reserve(arcs.size());
-    std::size_t begin = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-        const std::size_t end = offsets_[i + 1];
-        for (std::size_t k = begin; k < end; ++k) {
-            const Arc& arc = arcs[k];
-            if (pruning && !kept_by(i, arc) &&
-                !kept_by(arc.to, Arc{static_cast<std::uint32_t>(i), arc.weight}))
-                continue;
-            neighbours_.push_back(arc.to);
-            weights_.push_back(arc.weight);
-            kept_total += static_cast<double>(arc.weight);
-        }
-        begin = end;
-        offsets_[i + 1] = neighbours_.size();
-    }
-    const double total = matrix.total();
-    pruned_ = neighbours_.size() < arcs.size();
-    kept_fraction_ = total == 0 ? 1.0 : kept_total / 2 / total;
+    matrix.for_each_pair([&](std::size_t i, std::size_t j, CommMatrix::Value v) {
+        const auto a = static_cast<std::uint32_t>(i), b = static_cast<std::uint32_t>(j);
+        if (!kept_by(i, {b, v}) && !kept_by(j, {a, v})) return;
+        kept.push_back({a, b, v});
+        ++degree[i];
+        ++degree[j];
+        kept_total += static_cast<double>(v);
+    });
+    place([&](const auto& f) {
+        for (const Edge& e : kept) f(e.i, e.j, e.value);
+    });
+    pruned_ = kept.size() < pairs;
+    kept_fraction_ = total == 0 ? 1.0 : kept_total / total;
 }
 
 }  // namespace cdsm

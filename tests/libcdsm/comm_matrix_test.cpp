@@ -4,9 +4,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -201,6 +203,62 @@ TEST(CommGraph, PruningKeepsTheStrongestPartnersWithTiesByIndex) {
         // Nothing else: the 5s to tasks above 3 are cut at both ends.
         for (std::uint32_t j : partners)
             EXPECT_TRUE(j <= 3 || j + 1 == i || j == i + 1) << i << " keeps " << j;
+    }
+}
+
+// A reference: each task's k strongest partners (heavier first, then lower index) found by
+// sorting its row; an edge is kept if either end keeps it, listed in both rows by partner.
+TEST(CommGraph, PruningMatchesSortingEachRow) {
+    std::mt19937_64 random(7);
+    for (const std::size_t n : {std::size_t{130}, std::size_t{300}}) {
+        for (const int density : {3, 50, 100}) {  // % of pairs non-zero
+            CommMatrix m(n);
+            for (std::size_t i = 0; i < n; ++i)
+                for (std::size_t j = i + 1; j < n; ++j)
+                    if (static_cast<int>(random() % 100) < density) m.set(i, j, 1 + random() % 6);
+            for (const std::size_t k : {0, 1, 4, 8}) {
+                const CommGraph g(m, PruneOptions{.min_tasks = 128, .keep_per_task = k});
+                std::vector<std::vector<bool>> keeps(n, std::vector<bool>(n, false));
+                for (std::size_t i = 0; i < n; ++i) {
+                    std::vector<std::size_t> partners;
+                    for (std::size_t j = 0; j < n; ++j)
+                        if (m.at(i, j) > 0) partners.push_back(j);
+                    std::stable_sort(
+                        partners.begin(), partners.end(),
+                        [&](std::size_t a, std::size_t b) { return m.at(i, a) > m.at(i, b); });
+                    for (std::size_t r = 0; r < std::min(k, partners.size()); ++r)
+                        keeps[i][partners[r]] = true;
+                }
+                std::vector<std::uint32_t> neighbours;
+                std::vector<CommMatrix::Value> weights;
+                std::vector<std::size_t> offsets{0};
+                double kept = 0;
+                for (std::size_t i = 0; i < n; ++i) {
+                    for (std::size_t j = 0; j < n; ++j) {
+                        if (!keeps[i][j] && !keeps[j][i]) continue;
+                        neighbours.push_back(static_cast<std::uint32_t>(j));
+                        weights.push_back(m.at(i, j));
+                        kept += static_cast<double>(m.at(i, j)) / 2;
+                    }
+                    offsets.push_back(neighbours.size());
+                }
+                const std::string what = "n " + std::to_string(n) + ", " + std::to_string(density) +
+                                         " %, k " + std::to_string(k);
+                EXPECT_TRUE(std::equal(offsets.begin(), offsets.end(), g.offsets().begin(),
+                                       g.offsets().end()))
+                    << what;
+                EXPECT_TRUE(std::equal(neighbours.begin(), neighbours.end(), g.neighbours().begin(),
+                                       g.neighbours().end()))
+                    << what;
+                EXPECT_TRUE(std::equal(weights.begin(), weights.end(), g.weights().begin(),
+                                       g.weights().end()))
+                    << what;
+                std::size_t pairs = 0;
+                m.for_each_pair([&](std::size_t, std::size_t, CommMatrix::Value) { ++pairs; });
+                EXPECT_EQ(g.pruned(), neighbours.size() / 2 < pairs) << what;
+                EXPECT_NEAR(g.kept_fraction(), kept / m.total(), 1e-12) << what;
+            }
+        }
     }
 }
 
