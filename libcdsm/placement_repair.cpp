@@ -19,32 +19,26 @@ double cost_on(std::size_t t, PuId p, const std::vector<PuId>& pus, const CommGr
     return cost;
 }
 
-// Weight of the edge (t, u), 0 if there is none.
-double weight(const CommGraph& graph, std::size_t t, std::size_t u) {
-    const auto first = graph.neighbours().begin() + static_cast<std::ptrdiff_t>(graph.offsets()[t]);
-    const auto last =
-        graph.neighbours().begin() + static_cast<std::ptrdiff_t>(graph.offsets()[t + 1]);
-    const auto it = std::lower_bound(first, last, static_cast<std::uint32_t>(u));
-    return it != last && *it == u
-               ? static_cast<double>(
-                     graph.weights()[static_cast<std::size_t>(it - graph.neighbours().begin())])
-               : 0.0;
-}
-
 // out[t * P + p] = cost_on(t, p) for every task and PU, in O(degree + P) per task instead of
 // O(degree * P): the weight of t's partners under every node of the hierarchy gives, for each
-// PU, how much of it has its lowest common ancestor at each level.
+// PU, how much of it has its lowest common ancestor at each level. With w_l the weight under
+// p's ancestor at level l and c_l that level's cost (0 at the PUs), the cost on p is
+// sum_l (w_l - w_{l+1}) c_l = w_0 c_0 + sum_{l>0} w_l (c_l - c_{l-1}).
 void costs_on_every_pu(const std::vector<PuId>& pus, const CommGraph& graph,
                        const Topology& topology, const Distances& distances,
                        std::vector<double>& out) {
     const std::size_t levels = topology.level_count(), p_count = topology.pu_count();
-    // ancestor[level * P + p], and under[level][node]: weight of the partners below node.
+    // ancestor[level * P + p], under[level][node]: weight of the partners below node, and
+    // step[level]: c_l - c_{l-1}.
     std::vector<std::uint32_t> ancestor(levels * p_count);
     std::vector<std::vector<double>> under(levels);
+    std::vector<double> step(levels);
     for (std::size_t level = 0; level < levels; ++level) {
         for (PuId p = 0; p < p_count; ++p)
             ancestor[level * p_count + p] = topology.ancestor(p, level);
         under[level].resize(topology.node_count(level));
+        step[level] = static_cast<double>(distances.level_cost(level)) -
+                      (level == 0 ? 0.0 : static_cast<double>(distances.level_cost(level - 1)));
     }
     for (std::size_t t = 0; t < pus.size(); ++t) {
         for (auto& nodes : under) std::fill(nodes.begin(), nodes.end(), 0.0);
@@ -52,14 +46,12 @@ void costs_on_every_pu(const std::vector<PuId>& pus, const CommGraph& graph,
             for (std::size_t level = 0; level < levels; ++level)
                 under[level][ancestor[level * p_count + pus[graph.neighbours()[k]]]] +=
                     static_cast<double>(graph.weights()[k]);
-        for (PuId p = 0; p < p_count; ++p) {
-            double cost = 0, deeper = 0;
-            for (std::size_t level = levels; level-- > 0;) {
-                const double here = under[level][ancestor[level * p_count + p]];
-                cost += (here - deeper) * distances.level_cost(level);
-                deeper = here;
-            }
-            out[t * p_count + p] = cost;
+        double* const row = out.data() + t * p_count;
+        std::fill(row, row + p_count, 0.0);
+        for (std::size_t level = 0; level < levels; ++level) {
+            const std::uint32_t* const up = ancestor.data() + level * p_count;
+            const double* const weight = under[level].data();
+            for (PuId p = 0; p < p_count; ++p) row[p] += weight[up[p]] * step[level];
         }
     }
 }
@@ -119,15 +111,17 @@ std::size_t refine(std::vector<PuId>& pus, const CommGraph& graph, const Topolog
     std::vector<double> on(n * p_count);
     costs_on_every_pu(pus, graph, topology, distances, on);
     std::size_t work = 0;
+    std::vector<double> change(p_count);  // distances(p, to) - distances(p, from)
+    std::vector<double> with_t(n, 0.0);   // weight of the edge (t, u), for the current t
     auto move = [&](std::size_t t, PuId to) {
         const PuId from = pus[t];
         work += (graph.offsets()[t + 1] - graph.offsets()[t]) * p_count;
+        for (PuId p = 0; p < p_count; ++p)
+            change[p] = distances(p, to) - static_cast<double>(distances(p, from));
         for (std::size_t k = graph.offsets()[t]; k < graph.offsets()[t + 1]; ++k) {
-            const std::size_t x = graph.neighbours()[k];
+            double* const row = on.data() + graph.neighbours()[k] * p_count;
             const auto m = static_cast<double>(graph.weights()[k]);
-            for (PuId p = 0; p < p_count; ++p)
-                on[x * p_count + p] +=
-                    m * (distances(p, to) - static_cast<double>(distances(p, from)));
+            for (PuId p = 0; p < p_count; ++p) row[p] += m * change[p];
         }
         --load[from];
         ++load[to];
@@ -146,18 +140,22 @@ std::size_t refine(std::vector<PuId>& pus, const CommGraph& graph, const Topolog
                     improved = true;
                 }
             }
+            const std::size_t first = graph.offsets()[t], last = graph.offsets()[t + 1];
+            for (std::size_t k = first; k < last; ++k)
+                with_t[graph.neighbours()[k]] = static_cast<double>(graph.weights()[k]);
             for (std::size_t u = t + 1; u < n; ++u) {
                 const PuId a = pus[t], b = pus[u];
                 if (a == b) continue;
                 const double delta = on[t * p_count + b] - on[t * p_count + a] +
                                      on[u * p_count + a] - on[u * p_count + b] +
-                                     2.0 * weight(graph, t, u) * distances(a, b);
+                                     2.0 * with_t[u] * distances(a, b);
                 if (delta < -kEpsilon) {
                     move(t, b);
                     move(u, a);
                     improved = true;
                 }
             }
+            for (std::size_t k = first; k < last; ++k) with_t[graph.neighbours()[k]] = 0;
         }
         if (!improved) return work;
     }
