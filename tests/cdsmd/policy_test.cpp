@@ -5,8 +5,13 @@
 
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <thread>
+
+#include "procfs.hpp"
 
 namespace cdsm::cdsmd {
 namespace {
@@ -230,6 +235,109 @@ TEST(Procfs, ReadsItsOwnTask) {
     EXPECT_GE(st->threads, 1u);
     EXPECT_TRUE(procfs::affinity(0));
     EXPECT_FALSE(procfs::task_stat(::getpid(), 0x3fffffff));
+}
+
+// A thread that waits until told to exit, and its tid.
+class Waiter {
+  public:
+    Waiter() : thread_([this] { run(); }) {
+        std::unique_lock lock(mutex_);
+        cv_.wait(lock, [this] { return tid_ != 0; });
+    }
+    ~Waiter() { stop(); }
+    pid_t tid() const { return tid_; }
+    void stop() {
+        {
+            const std::lock_guard lock(mutex_);
+            stop_ = true;
+        }
+        cv_.notify_all();
+        if (thread_.joinable()) thread_.join();
+    }
+
+  private:
+    void run() {
+        std::unique_lock lock(mutex_);
+        tid_ = ::gettid();
+        cv_.notify_all();
+        cv_.wait(lock, [this] { return stop_; });
+    }
+    std::mutex mutex_;
+    std::condition_variable cv_;
+    pid_t tid_ = 0;
+    bool stop_ = false;
+    std::thread thread_;
+};
+
+TEST(Procfs, TaskFilesReadWhatTaskStatReads) {
+    Waiter w;
+    procfs::TaskFiles files(8);
+    const auto by_path = procfs::task_stat(::getpid(), w.tid());
+    const auto kept = files.read(::getpid(), w.tid(), {});
+    ASSERT_TRUE(by_path && kept);
+    EXPECT_EQ(kept->start_ticks, by_path->start_ticks);
+    EXPECT_GE(kept->processor, 0);
+    EXPECT_GE(kept->runnable_ns, by_path->runnable_ns);
+    EXPECT_EQ(files.size(), 1u);
+    // Read again through the open files: still the same task, never less time.
+    const auto again = files.read(::getpid(), w.tid(), {});
+    ASSERT_TRUE(again);
+    EXPECT_EQ(again->start_ticks, kept->start_ticks);
+    EXPECT_GE(again->runnable_ns, kept->runnable_ns);
+    EXPECT_EQ(files.size(), 1u);
+    // Another process's id with this tid: not this task.
+    EXPECT_FALSE(files.read(1, w.tid(), {}));
+    EXPECT_FALSE(procfs::TaskFiles(8).read(::getpid(), 0x3fffffff, {}));
+}
+
+TEST(Procfs, TaskFilesTakeAOneCpuMaskAsWhereTheTaskRuns) {
+    Waiter w;
+    procfs::TaskFiles files(8);
+    // The first read has no start time yet: the stat file says where the task last ran.
+    const auto first = files.read(::getpid(), w.tid(), {4095});
+    ASSERT_TRUE(first);
+    EXPECT_NE(first->processor, 4095);
+    // Then a task that may run on one CPU only runs there (4095: a CPU it cannot be on, to
+    // see that the stat file was not read).
+    const auto then = files.read(::getpid(), w.tid(), {4095});
+    ASSERT_TRUE(then);
+    EXPECT_EQ(then->processor, 4095);
+    EXPECT_EQ(then->start_ticks, first->start_ticks);
+    // With a wider mask it is read again.
+    const auto wide = files.read(::getpid(), w.tid(), {0, 4095});
+    ASSERT_TRUE(wide);
+    EXPECT_NE(wide->processor, 4095);
+}
+
+TEST(Procfs, TaskFilesOfAnExitedTaskAreClosed) {
+    procfs::TaskFiles files(8);
+    Waiter w;
+    const pid_t tid = w.tid();
+    ASSERT_TRUE(files.read(::getpid(), tid, {}));
+    ASSERT_TRUE(files.read(::getpid(), tid, {0}));  // the one-CPU path, from the open files
+    w.stop();
+    EXPECT_FALSE(files.read(::getpid(), tid, {}));
+    EXPECT_FALSE(files.read(::getpid(), tid, {0}));
+    EXPECT_EQ(files.size(), 0u);
+}
+
+TEST(Procfs, TaskFilesStayWithinTheirLimits) {
+    Waiter a, b;
+    // No descriptors to keep: every read goes by the path.
+    procfs::TaskFiles none(0);
+    EXPECT_TRUE(none.read(::getpid(), a.tid(), {}));
+    EXPECT_EQ(none.size(), 0u);
+    // Files unread for longer than unread_after are closed at the next read.
+    procfs::TaskFiles brief(8, std::chrono::seconds(0));
+    EXPECT_TRUE(brief.read(::getpid(), a.tid(), {}));
+    EXPECT_TRUE(brief.read(::getpid(), b.tid(), {}));
+    EXPECT_EQ(brief.size(), 1u);
+    procfs::TaskFiles kept(8);
+    EXPECT_TRUE(kept.read(::getpid(), a.tid(), {}));
+    EXPECT_TRUE(kept.read(::getpid(), b.tid(), {}));
+    EXPECT_EQ(kept.size(), 2u);
+    kept.forget(a.tid());
+    EXPECT_EQ(kept.size(), 1u);
 }
 
 TEST(Procfs, Environment) {

@@ -2,6 +2,7 @@
 #include "procfs.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <fmt/format.h>
 #include <sched.h>
 #include <time.h>
@@ -10,20 +11,56 @@
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
-#include <fstream>
 #include <sstream>
 
 namespace cdsm::cdsmd::procfs {
 
 namespace {
 
-std::optional<std::string> read_file(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) return std::nullopt;
-    std::stringstream s;
-    s << in.rdbuf();
-    if (in.bad()) return std::nullopt;
-    return s.str();
+// Reads a file of /proc again from its start (the text is made anew at each read). `whole_reads`:
+// a read that returns less than asked for returned the rest of the file (true of files made by
+// one seq_file show, such as stat and schedstat; not of environ, read a page at a time): one
+// read instead of two, the second of which would make the whole text again to find its end.
+std::optional<std::string> read_from_start(int fd, bool whole_reads = false) {
+    std::string text;
+    char buf[4096];
+    for (;;) {
+        const ssize_t n = ::pread(fd, buf, sizeof(buf), static_cast<off_t>(text.size()));
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return std::nullopt;
+        text.append(buf, static_cast<std::size_t>(n));
+        if (n == 0 || (whole_reads && std::size_t(n) < sizeof(buf))) return text;
+    }
+}
+
+Fd open_file(const std::string& path) {
+    return Fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+}
+
+std::optional<std::string> read_file(const std::string& path, bool whole_reads = false) {
+    const Fd fd = open_file(path);
+    if (!fd) return std::nullopt;
+    return read_from_start(fd.get(), whole_reads);
+}
+
+// The text of a task's file through `fd`, opened by its path first (or again) when it is not
+// open or cannot be read (the task it was opened for exited); nothing when neither works.
+// `reopened`: set when the text comes from a newly opened file.
+std::optional<std::string> read_open(Fd& fd, pid_t tgid, pid_t tid, std::string_view name,
+                                     bool& reopened) {
+    if (fd) {
+        auto text = read_from_start(fd.get(), true);
+        if (text && !text->empty()) return text;
+    }
+    fd = open_file(fmt::format("/proc/{}/task/{}/{}", tgid, tid, name));
+    reopened = true;
+    if (!fd) return std::nullopt;
+    auto text = read_from_start(fd.get(), true);
+    if (!text || text->empty()) {
+        fd.reset();
+        return std::nullopt;
+    }
+    return text;
 }
 
 template <typename T>
@@ -77,13 +114,56 @@ std::optional<std::uint64_t> parse_schedstat(std::string_view text) {
 
 std::optional<TaskStat> task_stat(pid_t tgid, pid_t tid) {
     const std::string dir = fmt::format("/proc/{}/task/{}/", tgid, tid);
-    auto text = read_file(dir + "stat");
+    auto text = read_file(dir + "stat", true);
     if (!text) return std::nullopt;
     auto stat = parse_stat(*text);
     if (!stat) return stat;
-    const auto sched = read_file(dir + "schedstat");
+    const auto sched = read_file(dir + "schedstat", true);
     const auto runnable = sched ? parse_schedstat(*sched) : std::nullopt;
     stat->runnable_ns = runnable ? *runnable : stat->cpu_ticks * (1000000000u / ticks_per_second());
+    return stat;
+}
+
+std::optional<TaskStat> TaskFiles::read(pid_t tgid, pid_t tid,
+                                        const std::vector<std::uint32_t>& affinity) {
+    const auto now = Clock::now();
+    if (now - swept_at_ >= unread_after_) {
+        std::erase_if(files_,
+                      [&](const auto& kv) { return now - kv.second.read_at >= unread_after_; });
+        swept_at_ = now;
+    }
+    auto it = files_.find(tid);
+    if (it != files_.end() && it->second.tgid != tgid) {
+        files_.erase(it);
+        it = files_.end();
+    }
+    if (it == files_.end()) {
+        if (files_.size() >= max_tasks_) return task_stat(tgid, tid);
+        it = files_.try_emplace(tid).first;
+        it->second.tgid = tgid;
+    }
+    Files& f = it->second;
+    f.read_at = now;
+    bool reopened = false;
+    const auto sched = read_open(f.schedstat, tgid, tid, "schedstat", reopened);
+    const auto runnable = sched ? parse_schedstat(*sched) : std::nullopt;
+    // A new file may be another task's with the same tid: its start time is read again.
+    if (reopened) f.start_ticks.reset();
+    TaskStat stat;
+    if (runnable && f.start_ticks && affinity.size() == 1) {
+        stat.start_ticks = *f.start_ticks;
+        stat.processor = static_cast<int>(affinity[0]);
+    } else {
+        const auto text = read_open(f.stat, tgid, tid, "stat", reopened);
+        auto parsed = text ? parse_stat(*text) : std::nullopt;
+        if (!parsed) {
+            files_.erase(it);
+            return std::nullopt;
+        }
+        stat = *parsed;
+        f.start_ticks = stat.start_ticks;
+    }
+    stat.runnable_ns = runnable ? *runnable : stat.cpu_ticks * (1000000000u / ticks_per_second());
     return stat;
 }
 
@@ -140,8 +220,9 @@ std::optional<std::map<std::string, std::string>> environ(pid_t pid,
 }
 
 std::optional<Status> status(pid_t pid) {
-    std::ifstream in(fmt::format("/proc/{}/status", pid));
-    if (!in) return std::nullopt;
+    const auto text = read_file(fmt::format("/proc/{}/status", pid));
+    if (!text) return std::nullopt;
+    std::istringstream in(*text);
     Status s;
     std::string line;
     bool seen_uid = false;
@@ -160,7 +241,9 @@ std::optional<Status> status(pid_t pid) {
 }
 
 std::optional<std::string> cgroup(pid_t pid) {
-    std::ifstream in(fmt::format("/proc/{}/cgroup", pid));
+    const auto text = read_file(fmt::format("/proc/{}/cgroup", pid));
+    if (!text) return std::nullopt;
+    std::istringstream in(*text);
     std::string line;
     while (std::getline(in, line)) {
         if (line.rfind("0::", 0) == 0) return line.substr(3);

@@ -3,6 +3,8 @@
 
 #include <sys/types.h>
 
+#include <cdsm/fd.hpp>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -26,6 +28,42 @@ struct TaskStat {
     std::uint64_t runnable_ns = 0;
 };
 std::optional<TaskStat> task_stat(pid_t tgid, pid_t tid);
+
+/// task_stat() for the tasks a mapping pass reads again and again, at a fraction of its cost:
+/// the tasks' schedstat and stat files stay open and are read again from offset 0 (opening a
+/// file in /proc walks the path and allocates; reading it again only formats it), and a task
+/// whose affinity holds one CPU is not asked for its stat at all (it can run only there, and
+/// its start time does not change; cdsmd binds the tasks it places to one CPU each). A file is
+/// opened by its path when the task is new, when the open one fails (a task that exited: its tid
+/// may come back as another task) and for tasks beyond `max_tasks`.
+class TaskFiles {
+  public:
+    /// Keeps the files of at most `max_tasks` tasks open (two descriptors each); files unread for
+    /// `unread_after` are closed.
+    explicit TaskFiles(std::size_t max_tasks,
+                       std::chrono::seconds unread_after = std::chrono::seconds(60))
+        : max_tasks_(max_tasks), unread_after_(unread_after) {}
+    /// As task_stat(); `affinity` is the task's mask if the caller has it (a one-CPU mask says
+    /// where it runs), else empty.
+    std::optional<TaskStat> read(pid_t tgid, pid_t tid, const std::vector<std::uint32_t>& affinity);
+    /// Closes the files of `tid` (it exited).
+    void forget(pid_t tid) { files_.erase(tid); }
+    /// Tasks whose files are open.
+    std::size_t size() const { return files_.size(); }
+
+  private:
+    using Clock = std::chrono::steady_clock;
+    struct Files {
+        pid_t tgid = 0;
+        Fd schedstat, stat;
+        std::optional<std::uint64_t> start_ticks;  ///< of the task the files are open for
+        Clock::time_point read_at;
+    };
+    std::map<pid_t, Files> files_;
+    std::size_t max_tasks_;
+    Clock::duration unread_after_;
+    Clock::time_point swept_at_ = Clock::now();
+};
 
 /// Parses the text of a stat file (the comm may hold spaces and parentheses).
 std::optional<TaskStat> parse_stat(std::string_view text);

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "sources.hpp"
 
+#include <sys/resource.h>
+
 #include "policy.hpp"
 
 namespace cdsm::cdsmd {
@@ -58,7 +60,13 @@ std::optional<std::map<std::string, std::string>> SystemProc::environ(pid_t pid)
 }
 
 std::optional<procfs::TaskStat> SystemProc::task_stat(pid_t tgid, pid_t tid) {
-    return procfs::task_stat(tgid, tid);
+    if (!task_files_) {
+        rlimit files{};
+        const rlim_t limit = ::getrlimit(RLIMIT_NOFILE, &files) == 0 ? files.rlim_cur : 1024;
+        task_files_.emplace(limit > 512 ? (limit - 512) / 2 : 0);
+    }
+    return task_files_->read(tgid, tid,
+                             procfs::affinity(tid).value_or(std::vector<std::uint32_t>{}));
 }
 
 std::optional<std::vector<std::uint32_t>> SystemProc::affinity(pid_t tid) {

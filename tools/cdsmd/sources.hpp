@@ -96,9 +96,16 @@ class DeviceKernel final : public Kernel {
     std::function<kernel::Device&()> device_;
 };
 
-/// /proc of this machine (procfs.hpp) and cgroup_allowed_cpus.
+/// /proc of this machine (procfs.hpp) and cgroup_allowed_cpus. task_stat() keeps the tasks'
+/// files open (procfs::TaskFiles) for up to half the descriptors cdsmd may open, less 512 for
+/// everything else, as the limit is at the first call.
 class SystemProc final : public ProcSource {
   public:
+    /// Closes the files task_stat() keeps open for `tid` (it exited).
+    void forget_task(pid_t tid) {
+        if (task_files_) task_files_->forget(tid);
+    }
+
     std::optional<std::string> comm(pid_t pid) override;
     std::optional<std::map<std::string, std::string>> environ(pid_t pid) override;
     std::optional<procfs::TaskStat> task_stat(pid_t tgid, pid_t tid) override;
@@ -107,6 +114,9 @@ class SystemProc final : public ProcSource {
     std::optional<std::string> cgroup(pid_t pid) override;
     std::uint64_t now_ns() override;
     std::uint64_t ticks_per_second() override;
+
+  private:
+    std::optional<procfs::TaskFiles> task_files_;
 };
 
 /// cdsm::Migrator.
