@@ -11,6 +11,15 @@
 #include "placement_repair.hpp"
 
 namespace cdsm {
+namespace {
+
+// Whether a placement costing `cost` beats one costing `than` by the margin: strictly cheaper,
+// and by min_gain (so even with min_gain 0 an equally good one does not win).
+bool cheaper_by(double cost, double than, double min_gain) {
+    return cost < than && cost <= (1 - min_gain) * than;
+}
+
+}  // namespace
 
 double cost_difference_noise(const CommMatrix& matrix, const Placement& a, const Placement& b,
                              const Distances& distances) {
@@ -75,15 +84,13 @@ RemapDecision Remapper::decide(const CommMatrix& matrix, const Topology& topolog
             if (detail::rebalance(others, graph, distances, &placed)) {
                 const Placement keep(std::move(others));
                 const double keep_cost = mapping_cost(matrix, keep, distances);
-                if (!(d.proposed_cost <= (1 - options_.min_gain) * keep_cost &&
-                      d.proposed_cost < keep_cost)) {
+                if (!cheaper_by(d.proposed_cost, keep_cost, options_.min_gain)) {
                     d.placement = keep;
                     d.proposed_cost = keep_cost;
                 }
             }
         }
-    } else if (d.proposed_cost < d.current_cost &&
-               d.proposed_cost <= (1 - options_.min_gain) * d.current_cost) {
+    } else if (cheaper_by(d.proposed_cost, d.current_cost, options_.min_gain)) {
         // Strictly cheaper, and by the margin: an equally good placement (a cost of 0 -> 0, or
         // the same cost on another symmetric PU set) is never worth a migration. And more than
         // counting noise, when asked.
