@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <set>
 
 namespace cdsm::cdsmd {
@@ -37,6 +38,7 @@ class RecordedSystem final : public KernelSource, public ProcSource, public Appl
             for (std::size_t j = i + 1; j < cells.size(); ++j)
                 matrix_.matrix.set(i, j, cells[i][j].get<std::uint32_t>());
         matrix_.events = recording.at("events").get<std::uint64_t>();
+        extra_ = CommMatrix(matrix_.matrix.size());
         for (const Json& t : recording.at("tasks")) {
             cdsm_task_info info{};
             info.index = t.at("index").get<std::uint32_t>();
@@ -59,10 +61,21 @@ class RecordedSystem final : public KernelSource, public ProcSource, public Appl
 
     // KernelSource
     std::vector<cdsm_task_info> tasks(std::uint32_t) override { return tasks_; }
-    // The recording is of the aged matrix, the one a pass must read.
+    // The recording is of the aged matrix, the one a pass maps. The whole-run matrix (which a
+    // pass reads to confirm a proposal) grows at the recording's rate, as if the application
+    // had counted its events over the minute before the recording, until stop_counting(); and
+    // by what a test counts().
     kernel::MatrixSnapshot matrix(std::uint32_t, kernel::MatrixView view) override {
-        EXPECT_EQ(view, kernel::MatrixView::aged);
-        return matrix_;
+        if (view == kernel::MatrixView::aged) return matrix_;
+        kernel::MatrixSnapshot whole = matrix_;
+        const double scale = double(std::min(now_, counting_until_)) / double(60 * kSecond);
+        whole.matrix.for_each_pair([&](std::size_t i, std::size_t j, CommMatrix::Value v) {
+            whole.matrix.set(i, j, CommMatrix::Value(double(v) * scale) + extra_.at(i, j));
+        });
+        extra_.for_each_pair([&](std::size_t i, std::size_t j, CommMatrix::Value v) {
+            if (matrix_.matrix.at(i, j) == 0) whole.matrix.set(i, j, v);
+        });
+        return whole;
     }
     void age(std::uint32_t) override { ++aged; }
 
@@ -109,6 +122,13 @@ class RecordedSystem final : public KernelSource, public ProcSource, public Appl
 
     // What a test changes.
     void advance(double seconds) { now_ += std::uint64_t(seconds * double(kSecond)); }
+    /// The application counts no more events of the recording's pattern from now on.
+    void stop_counting() { counting_until_ = now_; }
+    /// The application counts n more events between tasks a and b (whole-run matrix only).
+    void count(pid_t a, pid_t b, CommMatrix::Value n) {
+        const std::uint32_t i = index(a), j = index(b);
+        extra_.set(i, j, extra_.at(i, j) + n);
+    }
     void bind(pid_t tid, std::vector<std::uint32_t> mask) {
         cpu_[tid] = mask.front();
         mask_[tid] = std::move(mask);
@@ -136,7 +156,15 @@ class RecordedSystem final : public KernelSource, public ProcSource, public Appl
     int applied = 0;
 
   private:
+    std::uint32_t index(pid_t tid) const {
+        for (const cdsm_task_info& t : tasks_)
+            if (t.tid == tid) return t.index;
+        throw std::runtime_error("no task " + std::to_string(tid));
+    }
+
     kernel::MatrixSnapshot matrix_;
+    CommMatrix extra_;
+    std::uint64_t counting_until_ = std::numeric_limits<std::uint64_t>::max();
     std::vector<cdsm_task_info> tasks_;
     std::map<pid_t, std::uint32_t> cpu_;
     std::map<pid_t, std::vector<std::uint32_t>> mask_;
@@ -190,12 +218,13 @@ class Pass : public ::testing::TestWithParam<std::string> {
         return r.decision;
     }
     // A first placement: one that only lowers the cost is proposed by a pass (pending) and
-    // applied by the next that proposes the same.
+    // applied by a later one that proposes it too, once the events since show the gain (at the
+    // recording's rate, 5 s of them).
     Json place() {
         Json d = run();
         if (d.value("pending", false)) {
             EXPECT_EQ(system->applied, 0);
-            system->advance(0.1);
+            system->advance(5);
             d = run();
         }
         return d;
@@ -313,7 +342,7 @@ TEST_P(Pass, PlacesPairsStartedOnDifferentPackagesTogetherAndThenKeepsThem) {
     for (pid_t tid : tids) EXPECT_EQ(app.moves[tid], moved.count(tid)) << tid;
 }
 
-TEST_P(Pass, ACheaperPlacementIsAppliedOnlyWhenTheNextPassFindsOneToo) {
+TEST_P(Pass, ACheaperPlacementIsAppliedOnlyOnceTheEventsSinceItWasProposedShowTheGain) {
     start("pairs-pin-bad");
     const Json first = run();
     EXPECT_TRUE(first["changed"].get<bool>());
@@ -321,12 +350,40 @@ TEST_P(Pass, ACheaperPlacementIsAppliedOnlyWhenTheNextPassFindsOneToo) {
     EXPECT_FALSE(first["applied"].get<bool>());
     EXPECT_EQ(system->applied, 0);
     EXPECT_EQ(app.cost_current, first["cost_before"].get<double>());  // not placed yet
+    // A pass 0.1 s later reads the same events: fewer than min_events since, it waits (two
+    // passes 0.5 s apart moved a placed 8-rank ring again for a 7.5 % gain on 6.1).
     system->advance(0.1);
-    const Json second = run();
-    EXPECT_FALSE(second.contains("pending")) << second.dump();
-    EXPECT_TRUE(second["applied"].get<bool>());
+    const Json soon = run();
+    EXPECT_TRUE(soon.value("pending", false)) << soon.dump();
+    EXPECT_EQ(system->applied, 0);
+    system->advance(5);
+    const Json later = run();
+    EXPECT_FALSE(later.contains("pending")) << later.dump();
+    EXPECT_TRUE(later["applied"].get<bool>());
     EXPECT_EQ(system->applied, 1);
-    EXPECT_EQ(app.cost_current, second["cost_after"].get<double>());
+    EXPECT_EQ(app.cost_current, later["cost_after"].get<double>());
+}
+
+TEST_P(Pass, AProposalTheEventsSinceDoNotBearOutIsNotApplied) {
+    // The aged matrix still says the pairs sit apart, but from the proposal on the tasks talk
+    // only to those they already share a package with: the placement stays.
+    start("pairs-pin-bad");
+    ASSERT_TRUE(run().value("pending", false));
+    system->stop_counting();
+    std::size_t pairs = 0;
+    const std::vector<pid_t> busy = system->busy_tids();
+    for (pid_t a : busy)
+        for (pid_t b : busy)
+            if (a < b && system->cpu(a) / 4 == system->cpu(b) / 4) system->count(a, b, 40), ++pairs;
+    ASSERT_GT(pairs, 0u);
+    for (int pass = 0; pass < 5; ++pass) {
+        system->advance(2);
+        const Json d = run();
+        EXPECT_TRUE(d.value("pending", false)) << pass << " " << d.dump();
+        EXPECT_FALSE(d["applied"].get<bool>()) << pass;
+    }
+    EXPECT_EQ(system->applied, 0);
+    EXPECT_EQ(app.migrations, 0u);
 }
 
 TEST_P(Pass, AnApplicationThatKeptChangingMustStayCalmLonger) {
@@ -405,11 +462,12 @@ TEST_P(Pass, ATimersPassWaitsUntilTheTasksToPlaceSettled) {
     system->advance(0.5);
     const Json d = place();
     EXPECT_TRUE(d["applied"].get<bool>()) << d.dump();
-    // cdsmd's own migration changed the masks: the next placement waits for them too.
+    // cdsmd's own migration changed the masks, but that is no change of the application's:
+    // the next pass maps without waiting (it waited settle_ms again, and on 6.1 under load a
+    // phase's placement was held 5 s on a matrix of both phases).
     system->advance(0.1);
-    EXPECT_TRUE(settling(run()));
-    system->advance(1.1);
-    EXPECT_FALSE(run().contains("skipped"));
+    const Json after = run();
+    EXPECT_FALSE(after.contains("skipped")) << after.dump();
     EXPECT_EQ(system->applied, 1);
 }
 

@@ -92,9 +92,14 @@ struct AppState {
     /// Passes in a row that found its tasks sharing a CPU while another was free, since when.
     std::uint32_t stacked_passes = 0;
     std::uint64_t stacked_since_ns = 0;
-    /// The tasks for which the last pass proposed a placement that only lowers the cost, not
-    /// applied yet: the next pass applies its own proposal if it also finds one for them.
-    std::vector<pid_t> pending_tids;
+    /// A placement that only lowers the cost, proposed for these tasks and not applied yet, and
+    /// their whole-run matrix then: a later pass applies its own proposal for the same tasks
+    /// once the events counted since show the gain too (pass.cpp, confirmed).
+    struct Pending {
+        std::vector<pid_t> tids;
+        CommMatrix whole;
+    };
+    std::optional<Pending> pending;
     std::uint64_t passes = 0;
     std::uint64_t migrations = 0;
     /// Times cdsmd migrated each task, kept after the task exited (tasks: moves).

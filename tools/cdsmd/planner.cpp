@@ -6,6 +6,7 @@
 #include <cdsm/error.hpp>
 #include <cdsm/mapper.hpp>
 #include <cdsm/remapper.hpp>
+#include <cmath>
 
 namespace cdsm::cdsmd {
 
@@ -90,6 +91,20 @@ double Planner::cost(const CommMatrix& matrix, const std::vector<std::uint32_t>&
     }
     return mapping_cost(inside, Placement(pus), distances_) +
            double(distances_.max()) * (matrix.total() - inside.total());
+}
+
+double Planner::difference_noise(const CommMatrix& matrix, const std::vector<std::uint32_t>& a,
+                                 const std::vector<std::uint32_t>& b) const {
+    const auto distance = [&](std::uint32_t x, std::uint32_t y) {
+        const auto px = machine_.find_os_index(x), py = machine_.find_os_index(y);
+        return double(px && py ? distances_(*px, *py) : distances_.max());
+    };
+    double variance = 0;
+    matrix.for_each_pair([&](std::size_t i, std::size_t j, CommMatrix::Value v) {
+        const double d = distance(a[i], a[j]) - distance(b[i], b[j]);
+        variance += double(v) * d * d;
+    });
+    return std::sqrt(variance);
 }
 
 std::string_view reason_name(MoveReason reason) noexcept {

@@ -82,6 +82,10 @@ class Planner {
     /// Cost of tasks on OS CPUs, on the machine's distances (CPUs not in the machine count as
     /// the farthest distance).
     double cost(const CommMatrix& matrix, const std::vector<std::uint32_t>& cpus) const;
+    /// Counting noise of the difference of two placements' costs on OS CPUs (libcdsm's
+    /// cost_difference_noise; CPUs not in the machine at the farthest distance).
+    double difference_noise(const CommMatrix& matrix, const std::vector<std::uint32_t>& a,
+                            const std::vector<std::uint32_t>& b) const;
 
   private:
     Topology machine_;
