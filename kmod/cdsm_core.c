@@ -66,6 +66,7 @@ enum cdsm_resolved cdsm_fault_resolve(const struct cdsm_fault_raw *raw,
 	rec->file = raw->file;
 	rec->file_ns = raw->file_ns;
 	rec->sharer = raw->sharer;
+	rec->ident = now->ident;
 	/* A huge page split since entry moved (or was allocated) in 4 KiB parts. */
 	rec->page_shift = raw->entry_shift && raw->entry_shift < now->shift ?
 			  raw->entry_shift : now->shift;
@@ -123,6 +124,36 @@ void cdsm_blocks_clear(struct cdsm_blocks *b)
 {
 	memset(b->tags, 0, cdsm_blocks_mem_sz(b->nr_entries_log2, b->nr_sharers));
 	b->evictions = 0;
+	b->reused = 0;
+}
+
+/**
+ * cdsm_frame_ident() - the identity of the data in a frame, as a tag keeps it.
+ * @mapping:	its folio's mapping (an anon_vma or an address_space).
+ * @index:	its folio's index there.
+ *
+ * A frame freed and used again (by another process, as another file's page,
+ * as the target of another page's migration) holds other data, whatever the
+ * order in which the worker learns of it: its sharers are not the new data's.
+ *
+ * Return: a hash of both, CDSM_TAG_IDENT_BITS bits wide.
+ */
+u32 cdsm_frame_ident(u64 mapping, u64 index)
+{
+	return hash_64(mapping ^ hash_64(index, 64 - CDSM_TAG_IDENT_BITS),
+		       CDSM_TAG_IDENT_BITS);
+}
+
+/* The tag of @block, holding data @ident. */
+static u64 cdsm_block_tag(u64 block, u32 ident)
+{
+	return (block + 1) | (u64)ident << CDSM_TAG_BLOCK_BITS;
+}
+
+/* Whether @tag is @block's, whatever data it held. */
+static bool cdsm_tag_is(u64 tag, u64 block)
+{
+	return (tag & ((1ULL << CDSM_TAG_BLOCK_BITS) - 1)) == block + 1;
 }
 
 /**
@@ -135,7 +166,7 @@ void cdsm_blocks_forget(struct cdsm_blocks *b, u64 block)
 {
 	size_t e = hash_64(block, b->nr_entries_log2);
 
-	if (b->tags[e] == block + 1)
+	if (cdsm_tag_is(b->tags[e], block))
 		b->tags[e] = 0;
 }
 
@@ -152,39 +183,47 @@ void cdsm_blocks_move(struct cdsm_blocks *b, u64 from, u64 to)
 	size_t f = hash_64(to, b->nr_entries_log2);
 	size_t sz = b->nr_sharers * sizeof(u32);
 
-	if (b->tags[e] != from + 1) {
+	u64 tag = b->tags[e];
+
+	if (!cdsm_tag_is(tag, from)) {
 		/* Nothing to carry, but what the new frame's blocks held is stale. */
 		cdsm_blocks_forget(b, to);
 		return;
 	}
-	if (b->tags[f] && b->tags[f] != to + 1)
+	if (b->tags[f] && !cdsm_tag_is(b->tags[f], to))
 		b->evictions++;
 	memmove(b->sharers + f * b->nr_sharers, b->sharers + e * b->nr_sharers, sz);
 	b->tags[e] = 0;
-	b->tags[f] = to + 1;
+	/* The data keeps its ident in its new frame. */
+	b->tags[f] = cdsm_block_tag(to, tag >> CDSM_TAG_BLOCK_BITS);
 }
 
 /**
  * cdsm_blocks_record() - record an access of @sharer to @block.
  * @b:		the table.
  * @block:	block number (physical address >> block shift).
+ * @ident:	cdsm_frame_ident() of the data in @block's frame now: sharers
+ *		listed while the frame held other data are dropped.
  * @sharer:	the accessing task, from cdsm_sharer().
  * @peers:	room for @b->nr_sharers - 1 ids: the other tasks of the same
  *		application that accessed @block recently.
  *
  * Return: the number of ids stored in @peers.
  */
-unsigned int cdsm_blocks_record(struct cdsm_blocks *b, u64 block, u32 sharer,
-				u32 *peers)
+unsigned int cdsm_blocks_record(struct cdsm_blocks *b, u64 block, u32 ident,
+				u32 sharer, u32 *peers)
 {
 	size_t e = hash_64(block, b->nr_entries_log2);
 	u32 *list = b->sharers + e * b->nr_sharers;
+	u64 tag = cdsm_block_tag(block, ident);
 	unsigned int i, last, n = 0;
 
-	if (b->tags[e] != block + 1) {
-		if (b->tags[e])
-			b->evictions++;
-		b->tags[e] = block + 1;
+	if (b->tags[e] != tag) {
+		if (!cdsm_tag_is(b->tags[e], block))
+			b->evictions += !!b->tags[e];
+		else
+			b->reused++;
+		b->tags[e] = tag;
 		memset(list, 0, b->nr_sharers * sizeof(u32));
 	}
 	/* Find @sharer, or the oldest slot, which it then replaces. */

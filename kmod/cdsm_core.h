@@ -105,6 +105,8 @@ struct cdsm_fault_raw {
  * @anon:	it is an anonymous page.
  * @cow_shared:	an anonymous page not exclusive to one process: shared
  *		copy-on-write since a fork (or merged by KSM).
+ * @ident:	what the frame holds: cdsm_frame_ident() of its folio's mapping
+ *		and index, which a migration keeps and a reuse changes.
  */
 struct cdsm_frame {
 	u64 paddr;
@@ -112,7 +114,14 @@ struct cdsm_frame {
 	bool zero;
 	bool anon;
 	bool cow_shared;
+	u32 ident;
 };
+
+/* Bits of a block table tag: the block number + 1, then the frame's ident. */
+#define CDSM_TAG_BLOCK_BITS 46
+#define CDSM_TAG_IDENT_BITS (64 - CDSM_TAG_BLOCK_BITS)
+
+u32 cdsm_frame_ident(u64 mapping, u64 index);
 
 /**
  * struct cdsm_fault_rec - one fault, as the worker applies it.
@@ -128,6 +137,7 @@ struct cdsm_frame {
  * @fresh:	the fault gave private memory a new frame (first touch or copy
  *		on write): what the table knows of that frame is stale.
  * @pad:	unused.
+ * @ident:	as cdsm_frame.ident.
  */
 struct cdsm_fault_rec {
 	u64 paddr;
@@ -138,6 +148,7 @@ struct cdsm_fault_rec {
 	u8 page_shift;
 	u8 fresh;
 	u16 pad;
+	u32 ident;
 };
 
 /**
@@ -160,11 +171,15 @@ enum cdsm_resolved cdsm_fault_resolve(const struct cdsm_fault_raw *raw,
 
 /**
  * struct cdsm_blocks - direct-mapped table of memory blocks.
- * @tags:		block number + 1 stored in each entry, 0 when empty.
+ * @tags:		block number + 1 stored in each entry (0 when empty), and in
+ *			the upper CDSM_TAG_IDENT_BITS the ident of the frame's data
+ *			when its sharers were listed.
  * @sharers:		@nr_sharers sharer ids per entry, most recent first.
  * @nr_entries_log2:	log2 of the number of entries.
  * @nr_sharers:		sharers kept per entry, 1..CDSM_MAX_SHARERS.
  * @evictions:		entries that held another block when it was recorded.
+ * @reused:		entries whose frame held other data when it was recorded
+ *			than when its sharers were listed (their sharers dropped).
  */
 struct cdsm_blocks {
 	u64 *tags;
@@ -172,6 +187,7 @@ struct cdsm_blocks {
 	unsigned int nr_entries_log2;
 	unsigned int nr_sharers;
 	u64 evictions;
+	u64 reused;
 };
 
 size_t cdsm_blocks_mem_sz(unsigned int nr_entries_log2, unsigned int nr_sharers);
@@ -180,8 +196,8 @@ void cdsm_blocks_init(struct cdsm_blocks *b, void *mem,
 void cdsm_blocks_clear(struct cdsm_blocks *b);
 void cdsm_blocks_forget(struct cdsm_blocks *b, u64 block);
 void cdsm_blocks_move(struct cdsm_blocks *b, u64 from, u64 to);
-unsigned int cdsm_blocks_record(struct cdsm_blocks *b, u64 block, u32 sharer,
-				u32 *peers);
+unsigned int cdsm_blocks_record(struct cdsm_blocks *b, u64 block, u32 ident,
+				u32 sharer, u32 *peers);
 
 /**
  * struct cdsm_homes - the home of each shared file an application faulted

@@ -294,6 +294,20 @@ static bool cdsm_resolver_enter(struct cdsm_resolver *r, const struct cdsm_fault
 	return mm;
 }
 
+/*
+ * What @page holds: its folio's mapping and index, which a migration copies
+ * and a reuse of the frame changes (cdsm_frame_ident()). Read racily, under
+ * the walk's protection: the page is not freed meanwhile, and a truncation
+ * racing with the read only makes the table drop the block's sharers.
+ */
+static u32 cdsm_page_ident(struct page *page)
+{
+	struct folio *folio = page_folio(page);
+
+	return cdsm_frame_ident((unsigned long)READ_ONCE(folio->mapping),
+				READ_ONCE(folio->index));
+}
+
 /* What @raw's task maps at its address now, made into a record (cdsm_fault_resolve()). */
 static enum cdsm_resolved cdsm_fault_lookup(struct cdsm_resolver *r,
 					    const struct cdsm_fault_raw *raw,
@@ -319,6 +333,7 @@ static enum cdsm_resolved cdsm_fault_lookup(struct cdsm_resolver *r,
 		if (pfn_valid(pfn)) {
 			page = pfn_to_page(pfn);
 			now.anon = PageAnon(page);
+			now.ident = cdsm_page_ident(page);
 			/* The flag of a PMD-mapped THP is its head page's. */
 			if (now.shift > PAGE_SHIFT)
 				page = compound_head(page);

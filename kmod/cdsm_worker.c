@@ -87,7 +87,8 @@ static void cdsm_worker_apply(const struct cdsm_fault_rec *rec, unsigned int shi
 	}
 	if (rec->old_paddr || rec->fresh)
 		cdsm_worker_new_frame(rec, shift);
-	n = cdsm_blocks_record(&cdsm_blocks, rec->paddr >> shift, rec->sharer, peers);
+	n = cdsm_blocks_record(&cdsm_blocks, rec->paddr >> shift, rec->ident,
+			       rec->sharer, peers);
 	/*
 	 * In a shared file only pairs with its home count (cdsm_core.c). The
 	 * home is learnt from every fault, also under file_rule=all, so that

@@ -18,9 +18,10 @@ struct Blocks {
         : mem(cdsm_blocks_mem_sz(log2, sharers) / sizeof(uint64_t) + 1) {
         cdsm_blocks_init(&b, mem.data(), log2, sharers);
     }
-    std::vector<uint32_t> record(uint64_t block, uint32_t sharer) {
+    // An access of @sharer to @block, whose frame holds the data @ident.
+    std::vector<uint32_t> record(uint64_t block, uint32_t sharer, uint32_t ident = 0) {
         std::vector<uint32_t> peers(CDSM_MAX_SHARERS);
-        unsigned n = cdsm_blocks_record(&b, block, sharer, peers.data());
+        unsigned n = cdsm_blocks_record(&b, block, ident, sharer, peers.data());
         peers.resize(n);
         return peers;
     }
@@ -71,6 +72,7 @@ cdsm_frame anon_frame(uint64_t paddr, uint8_t shift = 12) {
     f.paddr = paddr;
     f.shift = shift;
     f.anon = true;
+    f.ident = 0x2abcd;
     return f;
 }
 
@@ -82,6 +84,7 @@ TEST(Resolve, AFirstTouchOfPrivateMemoryIsAFreshFrame) {
     EXPECT_EQ(rec.paddr, 0x5234u);
     EXPECT_EQ(rec.old_paddr, 0u);
     EXPECT_EQ(rec.sharer, raw.sharer);
+    EXPECT_EQ(rec.ident, now.ident);
     EXPECT_EQ(rec.page_shift, 12u);
     EXPECT_TRUE(rec.fresh) << "what the table knew of the frame came from its previous user";
 }
@@ -292,6 +295,53 @@ TEST(Blocks, MoveOfAnUnknownBlockClearsTheStaleTarget) {
     t.record(900, cdsm_sharer(1, 0));  // the new frame's previous use
     cdsm_blocks_move(&t.b, 5, 900);
     EXPECT_TRUE(t.record(900, cdsm_sharer(1, 1)).empty()) << "stale sharer kept";
+}
+
+TEST(Blocks, SharersOfTheDataAFrameHeldBeforeAreDropped) {
+    // A frame freed by one process and used again by another (or as another file's page)
+    // holds other data: its previous users share nothing with the new one.
+    Blocks t(10, 4);
+    const uint32_t before = cdsm_frame_ident(0xffff888012345001, 7);
+    const uint32_t after = cdsm_frame_ident(0xffff888054321000, 7);
+    ASSERT_NE(before, after);
+    t.record(5, cdsm_sharer(1, 0), before);
+    EXPECT_EQ(t.record(5, cdsm_sharer(1, 1), before).size(), 1u) << "the same data: a pair";
+    EXPECT_TRUE(t.record(5, cdsm_sharer(1, 2), after).empty()) << "other data: no pair";
+    EXPECT_EQ(t.b.reused, 1u);
+    EXPECT_EQ(t.b.evictions, 0u);
+    auto peers = t.record(5, cdsm_sharer(1, 3), after);
+    ASSERT_EQ(peers.size(), 1u);
+    EXPECT_EQ(peers[0], cdsm_sharer(1, 2));
+}
+
+TEST(Blocks, FrameIdentsDifferByMappingAndByIndex) {
+    EXPECT_NE(cdsm_frame_ident(0xffff888012345001, 7), cdsm_frame_ident(0xffff888012345001, 8));
+    EXPECT_NE(cdsm_frame_ident(0xffff888012345001, 7), cdsm_frame_ident(0xffff888012346001, 7));
+    EXPECT_LT(cdsm_frame_ident(~0ull, ~0ull), 1u << CDSM_TAG_IDENT_BITS);
+}
+
+// Two pages migrate on hinting faults in two CPUs' rings: P (rank 0's) from frame A to B, then
+// Q (rank 5's) from C to the freed A. The worker may apply Q's record first: Q's sharers go
+// to A, then P's move carries them on to B, where rank 0 would pair with rank 5 at every
+// re-arming (off-ring pairs of an 8-rank ring on 6.1 grew to the ring's own). The data's
+// ident tells them apart.
+TEST(Blocks, MigrationsAppliedOutOfOrderPairNoTasksOfOtherData) {
+    Blocks t(12, 4);
+    const uint64_t a = 100, b = 200, c = 300;
+    const uint32_t p = cdsm_frame_ident(0x1001, 1), q = cdsm_frame_ident(0x2001, 1);
+    t.record(a, cdsm_sharer(1, 0), p);
+    t.record(c, cdsm_sharer(1, 5), q);
+    cdsm_blocks_move(&t.b, c, a);  // Q's fault, applied first
+    cdsm_blocks_move(&t.b, a, b);  // P's fault: what A holds now goes to B
+    EXPECT_TRUE(t.record(b, cdsm_sharer(1, 0), p).empty()) << "rank 0 paired with rank 5";
+    // Moves in their order carry each page's sharers to its new frame.
+    Blocks u(12, 4);
+    u.record(a, cdsm_sharer(1, 0), p);
+    u.record(c, cdsm_sharer(1, 5), q);
+    cdsm_blocks_move(&u.b, a, b);
+    cdsm_blocks_move(&u.b, c, a);
+    EXPECT_EQ(u.record(b, cdsm_sharer(1, 1), p), std::vector<uint32_t>{cdsm_sharer(1, 0)});
+    EXPECT_EQ(u.record(a, cdsm_sharer(1, 4), q), std::vector<uint32_t>{cdsm_sharer(1, 5)});
 }
 
 TEST(Blocks, ForgetDropsOnlyThatBlock) {
