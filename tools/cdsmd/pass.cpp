@@ -372,7 +372,8 @@ std::uint64_t unsettled_ns(AppState& app, std::set<std::string> items, std::uint
 // time. So the first proposal notes the tasks' whole-run matrix; a later pass that proposes a
 // placement for the same tasks measures it against the current one on the events since alone
 // (an independent sample), by the same margins (min_gain, min_gain_sigma). Fewer than
-// min_events since: it waits for more.
+// min_events since, or no gain beyond the margins yet: it waits, and the sample grows as long as
+// every pass proposes a placement for those tasks (a pass that proposes none ends the wait).
 enum class Confirmation { kApply, kWait };
 
 Confirmation confirm_plan(AppState& app, const Classified& tasks, const Plan& plan,
@@ -403,14 +404,10 @@ Confirmation confirm_plan(AppState& app, const Classified& tasks, const Plan& pl
         "{}: the proposal on the {:.0f} events since it was first made: cost {:.0f} -> "
         "{:.0f}, noise {:.1f}: {}",
         app_label(app.info, app.name), fresh.total(), now, then, noise,
-        gain ? "confirmed" : "not confirmed, a new proposal");
-    if (gain) {
-        app.pending.reset();
-        return Confirmation::kApply;
-    }
-    // Not borne out: this pass's proposal starts a new wait, on the events from now on.
-    app.pending = AppState::Pending{tasks.tids, std::move(whole)};
-    return Confirmation::kWait;
+        gain ? "confirmed" : "not confirmed yet");
+    if (!gain) return Confirmation::kWait;  // the sample grows while proposals go on
+    app.pending.reset();
+    return Confirmation::kApply;
 }
 
 // ---- the pass ------------------------------------------------------------------------------
