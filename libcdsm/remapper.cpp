@@ -21,6 +21,11 @@ bool cheaper_by(double cost, double than, double min_gain) {
 
 }  // namespace
 
+bool worth_moving(double current, double proposed, double noise, const RemapOptions& options) {
+    return cheaper_by(proposed, current, options.min_gain) &&
+           current - proposed > options.min_gain_sigma * noise;
+}
+
 double cost_difference_noise(const CommMatrix& matrix, const Placement& a, const Placement& b,
                              const Distances& distances) {
     double variance = 0;
@@ -96,7 +101,7 @@ RemapDecision Remapper::decide(const CommMatrix& matrix, const Topology& topolog
         // counting noise, when asked.
         if (options_.min_gain_sigma > 0)
             d.noise = cost_difference_noise(matrix, current, proposed, distances);
-        if (d.current_cost - d.proposed_cost > options_.min_gain_sigma * d.noise)
+        if (worth_moving(d.current_cost, d.proposed_cost, d.noise, options_))
             d.placement = proposed;
     }
     d.moved = d.placement.moves_from(current);

@@ -29,6 +29,11 @@ struct RemapOptions {
 double cost_difference_noise(const CommMatrix& matrix, const Placement& a, const Placement& b,
                              const Distances& distances);
 
+/// Whether leaving a placement that costs `current` for one that costs `proposed` is worth a
+/// migration by the options' margins: strictly cheaper, by min_gain, and (when min_gain_sigma
+/// asks) by more than min_gain_sigma times `noise` (cost_difference_noise of the two).
+bool worth_moving(double current, double proposed, double noise, const RemapOptions& options);
+
 /// What Remapper decided.
 struct RemapDecision {
     Placement placement;   ///< what to apply: the current placement when nothing changed

@@ -376,6 +376,11 @@ std::uint64_t unsettled_ns(AppState& app, std::set<std::string> items, std::uint
 // every pass proposes a placement for those tasks (a pass that proposes none ends the wait).
 enum class Confirmation { kApply, kWait };
 
+// The margins a cheaper placement must beat (mapping.min_gain, min_gain_sigma).
+static RemapOptions remap_options(const Config& config) {
+    return {.min_gain = config.min_gain, .min_gain_sigma = config.min_gain_sigma};
+}
+
 Confirmation confirm_plan(AppState& app, const Classified& tasks, const Plan& plan,
                           PassContext& context) {
     if (!plan.changed || plan.why != MoveReason::kCheaper) {
@@ -398,8 +403,7 @@ Confirmation confirm_plan(AppState& app, const Classified& tasks, const Plan& pl
     const double now = context.planner.cost(fresh, tasks.current);
     const double then = context.planner.cost(fresh, plan.target_cpus);
     const double noise = context.planner.difference_noise(fresh, tasks.current, plan.target_cpus);
-    const bool gain = then < now && then <= (1 - config.min_gain) * now &&
-                      now - then > config.min_gain_sigma * noise;
+    const bool gain = worth_moving(now, then, noise, remap_options(config));
     spdlog::debug(
         "{}: the proposal on the {:.0f} events since it was first made: cost {:.0f} -> "
         "{:.0f}, noise {:.1f}: {}",
@@ -511,10 +515,9 @@ PassResult map_pass(AppState& app, const MapRequest& req, PassContext& context) 
         const auto& bound = app.tasks[tasks.tids[k]].bound_cpu;
         placed.push_back(bound && *bound == tasks.current[k]);
     }
-    const Plan plan = context.planner.plan(
-        sub, tasks.current, tasks.masks, cpus.available, algorithm,
-        RemapOptions{.min_gain = config.min_gain, .min_gain_sigma = config.min_gain_sigma},
-        req.baselines, stuck, placed);
+    const Plan plan =
+        context.planner.plan(sub, tasks.current, tasks.masks, cpus.available, algorithm,
+                             remap_options(config), req.baselines, stuck, placed);
     log_plan(label, sub, tasks, plan);
 
     // A detect application is planned and recorded, never placed. A placement that only lowers
