@@ -68,12 +68,10 @@ class RecordedSystem final : public KernelSource, public ProcSource, public Appl
     kernel::MatrixSnapshot matrix(std::uint32_t, kernel::MatrixView view) override {
         if (view == kernel::MatrixView::aged) return matrix_;
         kernel::MatrixSnapshot whole = matrix_;
+        whole.matrix = extra_;
         const double scale = double(std::min(now_, counting_until_)) / double(60 * kSecond);
-        whole.matrix.for_each_pair([&](std::size_t i, std::size_t j, CommMatrix::Value v) {
+        matrix_.matrix.for_each_pair([&](std::size_t i, std::size_t j, CommMatrix::Value v) {
             whole.matrix.set(i, j, CommMatrix::Value(double(v) * scale) + extra_.at(i, j));
-        });
-        extra_.for_each_pair([&](std::size_t i, std::size_t j, CommMatrix::Value v) {
-            if (matrix_.matrix.at(i, j) == 0) whole.matrix.set(i, j, v);
         });
         return whole;
     }
