@@ -19,26 +19,37 @@ double cost_on(std::size_t t, PuId p, const std::vector<PuId>& pus, const CommGr
     return cost;
 }
 
-// out[t * P + p] = cost_on(t, p) for every task and PU, in O(degree + P) per task instead of
+// out[t * P + p] = cost_on(t, p) for every task and PU, in O(degree + nodes) per task instead of
 // O(degree * P): the weight of t's partners under every node of the hierarchy gives, for each
 // PU, how much of it has its lowest common ancestor at each level. With w_l the weight under
 // p's ancestor at level l and c_l that level's cost (0 at the PUs), the cost on p is
-// sum_l (w_l - w_{l+1}) c_l = w_0 c_0 + sum_{l>0} w_l (c_l - c_{l-1}).
+// sum_l (w_l - w_{l+1}) c_l = w_0 c_0 + sum_{l>0} w_l (c_l - c_{l-1}). The sum is built top down,
+// once per node: a node's partial sum is its parent's plus its own term, so that every PU reads
+// the sum of its path (the same additions, in the same order, as summing each PU's levels).
 void costs_on_every_pu(const std::vector<PuId>& pus, const CommGraph& graph,
                        const Topology& topology, const Distances& distances,
                        std::vector<double>& out) {
     const std::size_t levels = topology.level_count(), p_count = topology.pu_count();
-    // ancestor[level * P + p], under[level][node]: weight of the partners below node, and
+    // ancestor[level * P + p]; parent[level][node] (a node index of level - 1); under[level][node]:
+    // weight of the partners below node; sum[level][node]: the partial sum down to node; and
     // step[level]: c_l - c_{l-1}.
     std::vector<std::uint32_t> ancestor(levels * p_count);
-    std::vector<std::vector<double>> under(levels);
+    std::vector<std::vector<std::uint32_t>> parent(levels);
+    std::vector<std::vector<double>> under(levels), sum(levels);
     std::vector<double> step(levels);
     for (std::size_t level = 0; level < levels; ++level) {
-        for (PuId p = 0; p < p_count; ++p)
-            ancestor[level * p_count + p] = topology.ancestor(p, level);
+        parent[level].resize(topology.node_count(level));
         under[level].resize(topology.node_count(level));
+        sum[level].resize(topology.node_count(level));
         step[level] = static_cast<double>(distances.level_cost(level)) -
                       (level == 0 ? 0.0 : static_cast<double>(distances.level_cost(level - 1)));
+    }
+    for (PuId p = 0; p < p_count; ++p) {
+        const std::span<const std::uint32_t> path = topology.path(p);
+        for (std::size_t level = 0; level < levels; ++level) {
+            ancestor[level * p_count + p] = path[level];
+            if (level > 0) parent[level][path[level]] = path[level - 1];
+        }
     }
     for (std::size_t t = 0; t < pus.size(); ++t) {
         for (auto& nodes : under) std::fill(nodes.begin(), nodes.end(), 0.0);
@@ -47,11 +58,20 @@ void costs_on_every_pu(const std::vector<PuId>& pus, const CommGraph& graph,
                 under[level][ancestor[level * p_count + pus[graph.neighbours()[k]]]] +=
                     static_cast<double>(graph.weights()[k]);
         double* const row = out.data() + t * p_count;
-        std::fill(row, row + p_count, 0.0);
         for (std::size_t level = 0; level < levels; ++level) {
-            const std::uint32_t* const up = ancestor.data() + level * p_count;
             const double* const weight = under[level].data();
-            for (PuId p = 0; p < p_count; ++p) row[p] += weight[up[p]] * step[level];
+            // PU p is node p of the last level: its partial sums are the row.
+            double* const partial = level + 1 == levels ? row : sum[level].data();
+            const std::size_t nodes = sum[level].size();
+            if (level == 0) {
+                for (std::size_t node = 0; node < nodes; ++node)
+                    partial[node] = 0.0 + weight[node] * step[0];
+                continue;
+            }
+            const double* const above = sum[level - 1].data();
+            const std::uint32_t* const up = parent[level].data();
+            for (std::size_t node = 0; node < nodes; ++node)
+                partial[node] = above[up[node]] + weight[node] * step[level];
         }
     }
 }
@@ -116,12 +136,20 @@ std::size_t refine(std::vector<PuId>& pus, const CommGraph& graph, const Topolog
     auto move = [&](std::size_t t, PuId to) {
         const PuId from = pus[t];
         work += (graph.offsets()[t + 1] - graph.offsets()[t]) * p_count;
-        for (PuId p = 0; p < p_count; ++p)
+        // Only PUs below the common ancestor of `from` and `to` see a change: the others' rows
+        // are left alone (adding m * 0 would leave them as they are).
+        PuId first = static_cast<PuId>(p_count), last = 0;
+        for (PuId p = 0; p < p_count; ++p) {
             change[p] = distances(p, to) - static_cast<double>(distances(p, from));
+            if (change[p] != 0) {
+                first = std::min(first, p);
+                last = p;
+            }
+        }
         for (std::size_t k = graph.offsets()[t]; k < graph.offsets()[t + 1]; ++k) {
             double* const row = on.data() + graph.neighbours()[k] * p_count;
             const auto m = static_cast<double>(graph.weights()[k]);
-            for (PuId p = 0; p < p_count; ++p) row[p] += m * change[p];
+            for (PuId p = first; p <= last; ++p) row[p] += m * change[p];
         }
         --load[from];
         ++load[to];
@@ -132,12 +160,17 @@ std::size_t refine(std::vector<PuId>& pus, const CommGraph& graph, const Topolog
         for (std::size_t t = 0; t < n; ++t) {
             if (work >= max_work) return work;
             work += p_count + (n - t - 1);
-            for (PuId to = 0; to < p_count; ++to) {
-                const PuId from = pus[t];
-                if (to == from || load[from] <= low || load[to] >= high) continue;
-                if (on[t * p_count + to] < on[t * p_count + from] - kEpsilon) {
+            // Moves to the first PU with room where t pays less, then on from there (t's own row
+            // does not change when t moves).
+            const double* const mine = on.data() + t * p_count;
+            PuId from = pus[t];
+            double limit = mine[from] - kEpsilon;
+            for (PuId to = 0; to < p_count && load[from] > low; ++to) {
+                if (mine[to] < limit && to != from && load[to] < high) {
                     move(t, to);
                     improved = true;
+                    from = to;
+                    limit = mine[from] - kEpsilon;
                 }
             }
             const std::size_t first = graph.offsets()[t], last = graph.offsets()[t + 1];

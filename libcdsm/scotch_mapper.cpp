@@ -89,15 +89,21 @@ class TreeTarget {
         : leaf_of_(topology.pu_count(), 0) {
         const std::size_t internal = topology.level_count() - 1;
         const std::vector<SCOTCH_Num> arity = largest_arities(topology);
-        for (PuId pu = 0; pu < topology.pu_count(); ++pu) {
-            SCOTCH_Num leaf = 0;
-            for (std::size_t level = 0; level < internal; ++level) {
-                const auto siblings = topology.children(level, topology.ancestor(pu, level));
-                const auto rank =
-                    std::find(siblings.begin(), siblings.end(), topology.ancestor(pu, level + 1)) -
-                    siblings.begin();
-                leaf = leaf * arity[level] + static_cast<SCOTCH_Num>(rank);
+        // rank[level][node]: the node's rank among its parent's children (level > 0).
+        std::vector<std::vector<SCOTCH_Num>> rank(internal + 1);
+        for (std::size_t level = 0; level < internal; ++level) {
+            rank[level + 1].resize(topology.node_count(level + 1));
+            for (std::uint32_t node = 0; node < topology.node_count(level); ++node) {
+                const auto children = topology.children(level, node);
+                for (std::size_t k = 0; k < children.size(); ++k)
+                    rank[level + 1][children[k]] = static_cast<SCOTCH_Num>(k);
             }
+        }
+        for (PuId pu = 0; pu < topology.pu_count(); ++pu) {
+            const auto path = topology.path(pu);
+            SCOTCH_Num leaf = 0;
+            for (std::size_t level = 0; level < internal; ++level)
+                leaf = leaf * arity[level] + rank[level + 1][path[level + 1]];
             leaf_of_[pu] = leaf;
         }
         TreeLevels tree = tree_levels(distances, arity);
@@ -238,7 +244,11 @@ Placement ScotchMapper::map(const MappingProblem& problem) const {
                           verttab.data() + 1, nullptr, nullptr,
                           static_cast<SCOTCH_Num>(edgetab.size()), edgetab.data(), edlotab.data()),
         "SCOTCH_graphBuild");
-    std::optional<CommGraph> whole;  // every edge, built only if a repair needs it
+    // Every edge, for the repairs: the graph given to Scotch when it has them all, else built
+    // only if a repair needs it.
+    std::optional<CommGraph> whole_storage;
+    const CommGraph* whole = comm.pruned() ? nullptr : &comm;
+    bool repaired = false;  // whether any result was rebalanced (and refined)
     const bool refining = n <= options_.refine_max_tasks;
     const std::size_t arcs = std::max<std::size_t>(edgetab.size(), 1);
     const bool sparse = !comm.pruned();
@@ -265,8 +275,10 @@ Placement ScotchMapper::map(const MappingProblem& problem) const {
             pus[t] = pu == TreeTarget::kPhantom ? 0 : pu;
         }
         if (refining || !Placement(pus).is_balanced(p)) {
-            if (!whole) whole.emplace(problem.matrix, PruneOptions{.min_tasks = n + 1});
+            if (!whole)
+                whole = &whole_storage.emplace(problem.matrix, PruneOptions{.min_tasks = n + 1});
             detail::rebalance(pus, *whole, problem.distances);
+            repaired = true;
             if (refining)
                 refine_work += detail::refine(pus, *whole, problem.topology, problem.distances);
         }
@@ -293,7 +305,7 @@ Placement ScotchMapper::map(const MappingProblem& problem) const {
             mapping_cost(problem.matrix, Placement(best), problem.distances))
             best = std::move(pus);
     }
-    if (n * p <= options_.escape_max_size && whole)
+    if (n * p <= options_.escape_max_size && repaired)
         detail::escape(best, *whole, problem.topology, problem.distances);
     return Placement(std::move(best));
 }

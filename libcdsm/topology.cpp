@@ -110,6 +110,11 @@ std::uint32_t Topology::ancestor(PuId pu, std::size_t level) const {
     return paths_[pu * levels_.size() + level];
 }
 
+std::span<const std::uint32_t> Topology::path(PuId pu) const {
+    if (pu >= pus_.size()) throw Error(source_, "PU " + std::to_string(pu) + " out of range");
+    return std::span<const std::uint32_t>(paths_).subspan(pu * levels_.size(), levels_.size());
+}
+
 std::size_t Topology::common_level(PuId a, PuId b) const {
     std::size_t level = 0;
     while (level + 1 < levels_.size() && ancestor(a, level + 1) == ancestor(b, level + 1)) ++level;

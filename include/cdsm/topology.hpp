@@ -84,6 +84,10 @@ class Topology {
     std::span<const std::uint32_t> children(std::size_t level, std::uint32_t node) const;
     /// The ancestor of a PU at a level (a node index of that level).
     std::uint32_t ancestor(PuId pu, std::size_t level) const;
+    /// The ancestors of a PU at every level, the machine (0) first: ancestor(pu, level) for every
+    /// level at once. The last is the PU's own node, whose index is `pu`. Throws Error if `pu` is
+    /// out of range.
+    std::span<const std::uint32_t> path(PuId pu) const;
     /// The deepest level at which both PUs have the same ancestor (level_count()-1 if a == b).
     std::size_t common_level(PuId a, PuId b) const;
     /// Nodes with the same shape (at any level) root isomorphic subtrees: their PUs can be

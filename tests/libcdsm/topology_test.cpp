@@ -101,6 +101,22 @@ TEST(Topology, RunningMachineHasOnlyOnlinePus) {
     }
 }
 
+TEST(Topology, APathListsAPusAncestorsDownToItself) {
+    for (const Topology& t : {Topology::from_synthetic("pack:2 l3:2 core:2 pu:2"),
+                              machine("16amd64-8n2c-cpusets.xml")}) {
+        for (PuId pu = 0; pu < t.pu_count(); ++pu) {
+            const auto path = t.path(pu);
+            ASSERT_EQ(path.size(), t.level_count());
+            for (std::size_t level = 0; level < t.level_count(); ++level)
+                EXPECT_EQ(path[level], t.ancestor(pu, level));
+            EXPECT_EQ(path.back(), pu);  // the last level's node of PU k is node k
+            EXPECT_EQ(path.front(), 0u);
+        }
+        EXPECT_THAT(error_of([&] { (void)t.path(static_cast<PuId>(t.pu_count())); }),
+                    HasSubstr("out of range"));
+    }
+}
+
 TEST(Topology, BadInputsNameTheInput) {
     EXPECT_THAT(error_of([] { (void)Topology::from_synthetic("pack:2 bogus:3"); }),
                 HasSubstr("synthetic topology 'pack:2 bogus:3'"));
