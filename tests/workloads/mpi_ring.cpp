@@ -123,7 +123,7 @@ Outcome exchange(const Options& options, int rank, int size) {
     std::uint64_t stop = options.run.by_time() ? kNoStop : options.run.iterations;
     Outcome result;
     for (std::uint64_t it = 0; it < stop; ++it) {
-        if (stop == kNoStop && Clock::now() >= deadline)
+        if (stop == kNoStop && (Clock::now() >= deadline || stop_requested()))
             stop = it + static_cast<std::uint64_t>(size);
         for (std::size_t l = 0; l < links.size(); ++l) {
             MPI_Irecv(in[l].data(), static_cast<int>(words), MPI_UINT64_T, links[l].from,

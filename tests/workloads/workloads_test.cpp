@@ -366,6 +366,48 @@ TEST_F(WorkloadTest, PairsProcsStopsAllProcessesOnSigterm) {
     }
 }
 
+// SIGUSR1 ends a run started with a long --seconds early, as if its time were up: the program
+// finishes normally, its own checks pass (exit 0, "OK") and every process of it is gone.
+class EarlyStopTest : public WorkloadTest,
+                      public ::testing::WithParamInterface<std::vector<std::string>> {};
+
+TEST_P(EarlyStopTest, Sigusr1EndsTheRunAsAtItsDeadline) {
+    std::vector<std::string> args = GetParam();
+    args.insert(args.end(), {"--seconds", "120", "--truth", file("truth")});
+    const auto start = std::chrono::steady_clock::now();
+    const pid_t pid = spawn(args);
+    ASSERT_TRUE(wait_for(file("truth")));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // into the run
+    ASSERT_EQ(kill(pid, SIGUSR1), 0);
+    const auto r = wait(pid);
+    EXPECT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("OK"), std::string::npos) << r.out;
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(60))
+        << "the run did not end early";
+    for (const auto& line : read_truth(file("truth"))) {
+        std::ifstream stat("/proc/" + std::to_string(line[0]) + "/stat");
+        std::string state;
+        EXPECT_TRUE(!(stat >> state >> state >> state) || state == "Z")
+            << "task " << line[0] << " still runs";
+    }
+}
+
+std::vector<std::vector<std::string>> early_stop_programs() {
+    std::vector<std::vector<std::string>> programs = {
+        {CDSM_PAIRS_THREADS, "--threads", "4", "--pages", "8"},
+        {CDSM_PAIRS_PROCS, "--procs", "4", "--pages", "8"},
+        {CDSM_SHM_RING, "--procs", "3"},
+    };
+#ifdef CDSM_MPI_RING
+    programs.push_back({CDSM_MPIEXEC, "--oversubscribe", "--allow-run-as-root", "-np", "4", "--mca",
+                        "btl", "self,vader", "--mca", "btl_vader_single_copy_mechanism", "none",
+                        CDSM_MPI_RING, "--pattern", "ring"});
+#endif
+    return programs;
+}
+
+INSTANTIATE_TEST_SUITE_P(Programs, EarlyStopTest, ::testing::ValuesIn(early_stop_programs()));
+
 // --- cdsm-shm-ring ----------------------------------------------------------------------------
 
 TEST_F(WorkloadTest, ShmRingWritesTheRingAndChecksEveryMessage) {

@@ -5,6 +5,8 @@
 #include <exception>
 #include <sstream>
 
+#include "system.hpp"
+
 namespace cdsm::workloads {
 
 void RunLength::add_options(CLI::App& app) {
@@ -45,6 +47,7 @@ int run_workload(CLI::App& app, int argc, char** argv, const std::function<int()
         return fail(app, e.what(), kExitUsage);
     }
     try {
+        stop_early_on_sigusr1();
         return run();
     } catch (const UsageError& e) {
         return fail(app, e.what(), kExitUsage);

@@ -26,6 +26,12 @@ void stop_children(int sig) {
     raise(sig);
 }
 
+// SIGUSR1 (an early end, stop_early_on_sigusr1): the children end their runs too.
+void forward_stop(int) {
+    request_stop();
+    for (sig_atomic_t i = 0; i < g_child_count; ++i) kill(g_children[i], SIGUSR1);
+}
+
 }  // namespace
 
 ProcessTeam::ProcessTeam(int n, const std::string& program, const std::function<void(int)>& body)
@@ -36,6 +42,7 @@ ProcessTeam::ProcessTeam(int n, const std::string& program, const std::function<
         if (pid < 0) throw_errno("fork");
         if (pid == 0) {
             int code = kExitFailed;
+            g_child_count = 0;  // a child forwards no signal to its elder siblings
             try {
                 if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0) throw_errno("prctl(PR_SET_PDEATHSIG)");
                 if (getppid() == parent) {
@@ -54,6 +61,7 @@ ProcessTeam::ProcessTeam(int n, const std::string& program, const std::function<
     }
     signal(SIGINT, stop_children);
     signal(SIGTERM, stop_children);
+    signal(SIGUSR1, forward_stop);
 }
 
 void ProcessTeam::stop() const {

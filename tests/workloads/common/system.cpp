@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <system_error>
 #include <utility>
 
@@ -31,6 +32,32 @@ UniqueFd::~UniqueFd() {
 
 int UniqueFd::release() {
     return std::exchange(fd_, -1);
+}
+
+namespace {
+
+volatile std::sig_atomic_t g_stop_requested = 0;
+
+void on_sigusr1(int) {
+    request_stop();
+}
+
+}  // namespace
+
+void request_stop() {
+    g_stop_requested = 1;
+}
+
+bool stop_requested() {
+    return g_stop_requested != 0;
+}
+
+void stop_early_on_sigusr1() {
+    struct sigaction action {};
+    action.sa_handler = on_sigusr1;
+    action.sa_flags = SA_RESTART;
+    sigemptyset(&action.sa_mask);
+    if (sigaction(SIGUSR1, &action, nullptr) != 0) throw_errno("sigaction(SIGUSR1)");
 }
 
 double seconds_since(Clock::time_point start) {

@@ -44,14 +44,28 @@ inline Clock::time_point after_seconds(Clock::time_point start, double seconds) 
            std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(seconds));
 }
 
-/// When a task stops making passes: at a deadline, or after a number of passes.
+/// Makes SIGUSR1 end the program's timed run early, as if its time were up: the program then
+/// finishes as at its deadline, runs its own data checks and exits by them. Lets a test stop a
+/// program it started with a generous --seconds once it has seen what it waited for. Called by
+/// run_workload() before the program runs.
+void stop_early_on_sigusr1();
+
+/// True once SIGUSR1 asked for an early end (async-signal-safe).
+bool stop_requested();
+
+/// Records an early end, as SIGUSR1 does (async-signal-safe: for signal handlers).
+void request_stop();
+
+/// When a task stops making passes: at a deadline (or an early end, stop_requested()), or after a
+/// number of passes.
 class StopRule {
   public:
     static StopRule at(Clock::time_point deadline) { return {deadline, 0}; }
     static StopRule after(std::uint64_t passes) { return {{}, passes}; }
-    /// True once `passes_made` reached the limit or the deadline passed.
+    /// True once `passes_made` reached the limit, or the deadline passed or an early end was asked.
     bool done(std::uint64_t passes_made) const {
-        return max_passes_ != 0 ? passes_made >= max_passes_ : Clock::now() >= deadline_;
+        return max_passes_ != 0 ? passes_made >= max_passes_
+                                : Clock::now() >= deadline_ || stop_requested();
     }
 
   private:
