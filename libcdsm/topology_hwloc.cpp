@@ -10,7 +10,10 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <sstream>
+#include <string_view>
+#include <utility>
 
 #include "cdsm/error.hpp"
 #include "cdsm/topology.hpp"
@@ -94,14 +97,37 @@ Topology load(const std::string& source, const std::function<int(hwloc_topology_
     return extract(raw, source);
 }
 
+constexpr const char* kBlacklist = "HWLOC_PLUGINS_BLACKLIST";
+constexpr const char* kIoPlugins = "hwloc_gl,hwloc_opencl,hwloc_pci";
+// Whether skip_io_plugins(false) left hwloc's libxml2 reader out (the user's own list is kept).
+bool libxml_left_out = false;
+
+// The document without its comments, each with the line end after it: hwloc's own reader
+// rejects them (a comment line in hwloc's test machines is enough). An unterminated comment is
+// left for the reader to reject.
+std::string without_comments(const std::string& xml) {
+    std::string out;
+    out.reserve(xml.size());
+    std::size_t pos = 0;
+    for (;;) {
+        const std::size_t open = xml.find("<!--", pos);
+        if (open == std::string::npos) return out.append(xml, pos);
+        const std::size_t close = xml.find("-->", open + 4);
+        if (close == std::string::npos) return xml;
+        out.append(xml, pos, open - pos);
+        pos = close + 3;
+        if (pos < xml.size() && xml[pos] == '\n') ++pos;
+    }
+}
+
 }  // namespace
 
 void Topology::skip_io_plugins(bool xml) {
-    // hwloc reads the list when it initialises its components for a process's first topology.
-    setenv("HWLOC_PLUGINS_BLACKLIST",
-           xml ? "hwloc_gl,hwloc_opencl,hwloc_pci"
-               : "hwloc_gl,hwloc_opencl,hwloc_pci,hwloc_xml_libxml",
-           0);
+    // hwloc reads the list when it initialises its components for the process's first live
+    // topology (again after the last one is destroyed).
+    if (std::getenv(kBlacklist) != nullptr) return;
+    setenv(kBlacklist, xml ? kIoPlugins : "hwloc_gl,hwloc_opencl,hwloc_pci,hwloc_xml_libxml", 0);
+    libxml_left_out = !xml;
 }
 
 Topology Topology::from_system() {
@@ -121,10 +147,22 @@ Topology Topology::from_xml_string(std::string_view xml, std::string_view name) 
     const std::string buffer(xml);
     if (buffer.find("<topology") == std::string::npos)
         throw Error(name, "is not an hwloc XML topology (no <topology> element)");
-    return load(std::string(name), [&buffer](hwloc_topology_t t) {
-        // hwloc wants the terminating NUL counted in the size.
-        return hwloc_topology_set_xmlbuffer(t, buffer.c_str(), static_cast<int>(buffer.size() + 1));
-    });
+    const auto from = [&name](const std::string& text) {
+        return load(std::string(name), [&text](hwloc_topology_t t) {
+            // hwloc wants the terminating NUL counted in the size.
+            return hwloc_topology_set_xmlbuffer(t, text.c_str(), static_cast<int>(text.size() + 1));
+        });
+    };
+    if (!libxml_left_out) return from(buffer);
+    try {
+        return from(without_comments(buffer));
+    } catch (const Error&) {
+    }
+    // hwloc's own reader takes its exports as hwloc writes them: the rest goes to libxml2's,
+    // which hwloc loads when it next initialises its components.
+    setenv(kBlacklist, kIoPlugins, 1);
+    libxml_left_out = false;
+    return from(buffer);
 }
 
 Topology Topology::from_synthetic(std::string_view description, std::size_t max_pus) {

@@ -47,10 +47,13 @@ class Topology {
     /// Keeps hwloc from loading its I/O plugins (GPU, OpenCL, PCI), which a Topology never uses
     /// (hwloc's default filter leaves I/O objects out) but which load libX11, OpenCL and
     /// libpciaccess into the process: a third of a 32-task `cdsmctl map`'s CPU time. Without
-    /// `xml`, its libxml2 reader too (it loads libxml2 and ICU: a tenth of a 32-task `cdsmctl
-    /// map` on a synthetic machine), which only from_xml_file and from_xml_string need: hwloc's
-    /// own reader takes hwloc's exports but no comment. Sets HWLOC_PLUGINS_BLACKLIST unless the
-    /// user set it; call before any thread starts and before the first topology is loaded.
+    /// `xml`, its libxml2 reader too (it loads libxml2, ICU and libstdc++: a tenth of a 32-task
+    /// `cdsmctl map` on a synthetic machine, more than the whole run once cdsmctl was linked
+    /// with libstdc++): from_xml_file and from_xml_string then read with hwloc's own reader,
+    /// which takes hwloc's exports as hwloc writes them, and read what it rejects (a comment,
+    /// for one) again with libxml2's, provided no other topology of hwloc's is alive then (hwloc
+    /// loads its plugins when the first one is created). Sets HWLOC_PLUGINS_BLACKLIST unless
+    /// the user set it; call before any thread starts and before the first topology is loaded.
     static void skip_io_plugins(bool xml = true);
 
     /// An hwloc XML export (v1 or v2 format). Throws Error naming the file if it cannot be read

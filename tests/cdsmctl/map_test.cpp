@@ -2,6 +2,10 @@
 // Offline `cdsmctl map`: a saved matrix onto a synthetic or XML machine, no kernel, no daemon.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
 #include "cdsm/cost.hpp"
 #include "cdsm/distances.hpp"
 #include "cdsm/mapper.hpp"
@@ -14,6 +18,13 @@ namespace cdsm::cdsmctl::test {
 namespace {
 
 constexpr const char* kSmall = "pack:2 core:2 pu:2";
+
+std::string read_file(const std::string& path) {
+    std::ifstream in(path);
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
 
 struct Mapped {
     nlohmann::json json;
@@ -84,23 +95,43 @@ TEST(Map, PairsOnXmlMachineUseSmtSiblingsByOsIndex) {
     EXPECT_LT(m.json.at("cost").get<double>(), m.json.at("baselines").at("scatter").get<double>());
 }
 
-// hwloc's libxml2 reader (it loads libxml2 and ICU) is loaded for an XML machine only; hwloc's
-// I/O plugins never. The dynamic loader says which objects a process opens.
-TEST(Map, LoadsHwlocsXmlReaderOnlyForAnXmlMachine) {
+// hwloc's libxml2 reader (it loads libxml2, ICU and libstdc++.so) is loaded only for an XML
+// machine that hwloc's own reader rejects (single-quoted attributes here; it reads hwloc's
+// exports, a comment line and all), hwloc's I/O plugins never; libstdc++ and Scotch are linked
+// in. The dynamic loader says which objects a process opens.
+TEST(Map, LoadsHwlocsXmlReaderOnlyForAnXmlMachineHwlocsOwnRejects) {
     TempDir dir;
     const auto file = dir.write("pairs.csv", cdsm::format_matrix_csv(mirrored_pairs(8)));
     const Result synthetic =
         cdsmctl({"map", "--matrix", file, "--topology", kSmall}, {"LD_DEBUG=files"});
     EXPECT_EQ(synthetic.status, 0) << synthetic.err;
     EXPECT_NE(synthetic.err.find("libhwloc.so"), std::string::npos) << synthetic.err;
-    EXPECT_EQ(synthetic.err.find("hwloc_xml_libxml"), std::string::npos) << synthetic.err;
-    EXPECT_EQ(synthetic.err.find("libxml2"), std::string::npos) << synthetic.err;
+    EXPECT_EQ(synthetic.err.find("libstdc++.so"), std::string::npos) << synthetic.err;
+    EXPECT_EQ(synthetic.err.find("libscotch"), std::string::npos) << synthetic.err;
 
-    const Result xml = cdsmctl({"map", "--matrix", file, "--topology", data("16em64t-4s2c2t.xml")},
-                               {"LD_DEBUG=files"});
+    const std::string machine = data("16em64t-4s2c2t.xml");
+    std::string text = read_file(machine);
+    ASSERT_NE(text.find("<!--"), std::string::npos) << machine << " has no comment any more";
+    const Result xml =
+        cdsmctl({"map", "--json", "--matrix", file, "--topology", machine}, {"LD_DEBUG=files"});
     EXPECT_EQ(xml.status, 0) << xml.err;
-    EXPECT_NE(xml.err.find("hwloc_xml_libxml"), std::string::npos) << xml.err;
+
+    std::replace(text.begin(), text.end(), '"', '\'');
+    const auto quoted = dir.write("quoted.xml", text);
+    const Result other =
+        cdsmctl({"map", "--json", "--matrix", file, "--topology", quoted}, {"LD_DEBUG=files"});
+    EXPECT_EQ(other.status, 0) << other.err;
+    EXPECT_NE(other.err.find("hwloc_xml_libxml"), std::string::npos) << other.err;
+    EXPECT_NE(other.err.find("libxml2"), std::string::npos) << other.err;
+    // The same machine, whichever reader read it.
+    EXPECT_EQ(nlohmann::json::parse(xml.out).at("placement"),
+              nlohmann::json::parse(other.out).at("placement"));
+
     for (const Result* r : {&synthetic, &xml}) {
+        EXPECT_EQ(r->err.find("hwloc_xml_libxml"), std::string::npos) << r->err;
+        EXPECT_EQ(r->err.find("libxml2"), std::string::npos) << r->err;
+    }
+    for (const Result* r : {&synthetic, &xml, &other}) {
         EXPECT_EQ(r->err.find("hwloc_pci"), std::string::npos) << r->err;
         EXPECT_EQ(r->err.find("hwloc_opencl"), std::string::npos) << r->err;
         EXPECT_EQ(r->err.find("hwloc_gl"), std::string::npos) << r->err;

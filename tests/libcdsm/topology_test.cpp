@@ -3,8 +3,9 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
+#include <algorithm>
 #include <fstream>
+#include <iterator>
 #include <set>
 
 #include "cdsm/error.hpp"
@@ -115,6 +116,74 @@ TEST(Topology, APathListsAPusAncestorsDownToItself) {
         EXPECT_THAT(error_of([&] { (void)t.path(static_cast<PuId>(t.pu_count())); }),
                     HasSubstr("out of range"));
     }
+}
+
+// What a test compares of two topologies: levels, PUs and every PU's ancestors.
+std::string shape_of(const Topology& t) {
+    std::string out = t.describe();
+    for (PuId pu = 0; pu < t.pu_count(); ++pu) {
+        out += " | " + std::to_string(t.pu(pu).logical_index) + "/" +
+               std::to_string(t.pu(pu).os_index) + ":";
+        for (std::uint32_t node : t.path(pu)) out += " " + std::to_string(node);
+    }
+    return out;
+}
+
+// The test below, in its child process: reads the test machines with and then without
+// libxml2's reader and returns how many checks failed.
+int read_without_libxml() {
+    unsetenv("HWLOC_PLUGINS_BLACKLIST");
+    const char* files[] = {"16amd64-8n2c-cpusets.xml", "16em64t-4s2c2t.xml",
+                           "24em64t-2n6c2t-pci.xml", "32em64t-2n8c2t-pci-noio.xml"};
+    std::vector<std::string> with_libxml;
+    for (const char* f : files) with_libxml.push_back(shape_of(machine(f)));
+    Topology::skip_io_plugins(false);
+    int wrong = 0;
+    for (std::size_t k = 0; k < std::size(files); ++k) {
+        const std::string shape = shape_of(machine(files[k]));
+        if (shape != with_libxml[k]) {
+            std::fprintf(stderr, "%s: %s\nnot %s\n", files[k], shape.c_str(),
+                         with_libxml[k].c_str());
+            ++wrong;
+        }
+    }
+    // Still without libxml2's reader: hwloc's own read all four (comment lines and all).
+    const char* blacklist = std::getenv("HWLOC_PLUGINS_BLACKLIST");
+    if (blacklist == nullptr ||
+        std::string(blacklist).find("hwloc_xml_libxml") == std::string::npos) {
+        std::fprintf(stderr, "libxml2's reader was loaded\n");
+        ++wrong;
+    }
+    // Single-quoted attributes: hwloc's own reader rejects them, libxml2's reads them.
+    std::ifstream in(test::data_path("topologies/16em64t-4s2c2t.xml"));
+    std::string quoted((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::replace(quoted.begin(), quoted.end(), '"', '\'');
+    if (shape_of(Topology::from_xml_string(quoted, "quoted.xml")) != with_libxml[1]) {
+        std::fprintf(stderr, "quoted.xml is another machine\n");
+        ++wrong;
+    }
+    if (std::string(std::getenv("HWLOC_PLUGINS_BLACKLIST")).find("hwloc_xml_libxml") !=
+        std::string::npos) {
+        std::fprintf(stderr, "quoted.xml was not read again by libxml2's reader\n");
+        ++wrong;
+    }
+    // Bad XML is read again by libxml2's reader, whose message names the document.
+    const std::string bad =
+        error_of([] { (void)Topology::from_xml_string("<topology><object", "bad.xml"); });
+    if (bad.find("bad.xml: hwloc") == std::string::npos) {
+        std::fprintf(stderr, "bad XML: %s\n", bad.c_str());
+        ++wrong;
+    }
+    std::fprintf(stderr, "wrong: %d\n", wrong);
+    return wrong;
+}
+
+// Without libxml2's reader (skip_io_plugins(false), as cdsmctl asks), XML machines are read by
+// hwloc's own reader, comments and all, into the same machines as libxml2's reads; what that
+// reader rejects is read again by libxml2's. In a child process: the plugin list is the
+// process's.
+TEST(Topology, XmlMachinesReadWithoutLibxmlAreTheSame) {
+    EXPECT_EXIT(std::exit(read_without_libxml()), ::testing::ExitedWithCode(0), "wrong: 0");
 }
 
 TEST(Topology, BadInputsNameTheInput) {

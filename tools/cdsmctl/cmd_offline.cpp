@@ -95,8 +95,9 @@ std::string join(const nlohmann::json& values) {
 cdsm::Topology load_topology(const std::string& spec) {
     std::error_code ec;
     const bool xml = std::filesystem::exists(spec, ec) || spec.ends_with(".xml");
-    // cdsmctl loads one topology, here: hwloc loads only the plugins it needs for it.
-    cdsm::Topology::skip_io_plugins(xml);
+    // cdsmctl loads one topology, here: hwloc loads only the plugins it needs for it, libxml2's
+    // XML reader only for an XML file that hwloc's own reader rejects.
+    cdsm::Topology::skip_io_plugins(false);
     return xml ? cdsm::Topology::from_xml_file(spec) : cdsm::Topology::from_synthetic(spec);
 }
 
