@@ -97,6 +97,75 @@ Topology load(const std::string& source, const std::function<int(hwloc_topology_
     return extract(raw, source);
 }
 
+// The kinds of the synthetic types that hwloc builds as a plain tree level: its names for them
+// as this file writes them (hwloc takes more spellings; those go through hwloc), top first.
+constexpr std::pair<std::string_view, LevelKind> kSimpleTypes[] = {
+    {"package", LevelKind::kPackage}, {"pack", LevelKind::kPackage},
+    {"socket", LevelKind::kPackage},  {"die", LevelKind::kL3},
+    {"l3", LevelKind::kL3},           {"l2", LevelKind::kL2},
+    {"core", LevelKind::kCore},       {"pu", LevelKind::kPu}};
+
+// The rank of a kind in hwloc's order of types (Package, Die, L3, L2, Core, PU).
+int type_rank(std::string_view name) {
+    if (name == "package" || name == "pack" || name == "socket") return 0;
+    if (name == "die") return 1;
+    if (name == "l3") return 2;
+    if (name == "l2") return 3;
+    if (name == "core") return 4;
+    return 5;  // pu
+}
+
+// A synthetic description of the plain form "TYPE:N TYPE:N ... pu:N" (types from kSimpleTypes
+// in hwloc's order, each once, N a decimal number from 1, single spaces or newlines), built
+// directly: the same machine hwloc builds from it (PUs and every node numbered in order, OS
+// indices equal to the logical ones), without hwloc inserting every object by its cpuset, which
+// took 70 % of a 4096-task `cdsmctl map` (bench/mapping/README.md). Anything else: nothing, and
+// hwloc builds it.
+std::optional<Topology> plain_synthetic(const std::string& text, const std::string& source) {
+    std::vector<LevelKind> kinds{LevelKind::kMachine};
+    std::vector<std::uint64_t> arities;
+    int last_rank = -1;
+    std::size_t pos = 0;
+    while (pos < text.size()) {
+        const std::size_t end = text.find_first_of(" \n", pos);
+        const std::string_view token = std::string_view(text).substr(
+            pos, (end == std::string::npos ? text.size() : end) - pos);
+        pos = end == std::string::npos ? text.size() : end + 1;
+        if (token.empty()) return std::nullopt;  // two separators in a row
+        const std::size_t colon = token.find(':');
+        if (colon == std::string_view::npos) return std::nullopt;
+        const std::string_view name = token.substr(0, colon), number = token.substr(colon + 1);
+        const auto type = std::find_if(std::begin(kSimpleTypes), std::end(kSimpleTypes),
+                                       [&](const auto& t) { return t.first == name; });
+        if (type == std::end(kSimpleTypes) || type_rank(name) <= last_rank) return std::nullopt;
+        last_rank = type_rank(name);
+        if (number.empty() || number.size() > 5 || number[0] < '1' || number[0] > '9')
+            return std::nullopt;
+        std::uint64_t arity = 0;
+        for (const char c : number) {
+            if (c < '0' || c > '9') return std::nullopt;
+            arity = arity * 10 + static_cast<std::uint64_t>(c - '0');
+        }
+        kinds.push_back(type->second);
+        arities.push_back(arity);
+    }
+    if (last_rank != 5) return std::nullopt;  // no PU level last (or nothing at all)
+    std::uint64_t pu_count = 1;
+    for (std::uint64_t a : arities) pu_count *= a;  // at most kMaxSyntheticPus: checked before
+    // below[level]: PUs under one node of that level (level 0: the machine).
+    std::vector<std::uint64_t> below(kinds.size(), 1);
+    for (std::size_t level = kinds.size() - 1; level-- > 0;)
+        below[level] = below[level + 1] * arities[level];
+    std::vector<Topology::RawPu> pus(pu_count);
+    for (std::uint32_t pu = 0; pu < pu_count; ++pu) {
+        pus[pu].pu = Pu{pu, pu};
+        pus[pu].ancestors.resize(kinds.size());
+        for (std::size_t level = 0; level < kinds.size(); ++level)
+            pus[pu].ancestors[level] = static_cast<std::uint32_t>(pu / below[level]);
+    }
+    return Topology(source, std::move(kinds), std::move(pus));
+}
+
 constexpr const char* kBlacklist = "HWLOC_PLUGINS_BLACKLIST";
 constexpr const char* kIoPlugins = "hwloc_gl,hwloc_opencl,hwloc_pci";
 // Whether skip_io_plugins(false) left hwloc's libxml2 reader out (the user's own list is kept).
@@ -217,6 +286,7 @@ Topology Topology::from_synthetic(std::string_view description, std::size_t max_
                                      ? " (Debian's kernels run at most that many CPUs)"
                                      : ""));
     }
+    if (auto plain = plain_synthetic(text, source)) return std::move(*plain);
     return load(source, [&text](hwloc_topology_t t) {
         return hwloc_topology_set_synthetic(t, text.c_str());
     });

@@ -3,6 +3,8 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <hwloc.h>
+
 #include <algorithm>
 #include <fstream>
 #include <iterator>
@@ -115,6 +117,50 @@ TEST(Topology, APathListsAPusAncestorsDownToItself) {
         }
         EXPECT_THAT(error_of([&] { (void)t.path(static_cast<PuId>(t.pu_count())); }),
                     HasSubstr("out of range"));
+    }
+}
+
+// The machine hwloc builds from a synthetic description, read back from its XML export.
+Topology built_by_hwloc(const std::string& description) {
+    hwloc_topology_t raw = nullptr;
+    EXPECT_EQ(hwloc_topology_init(&raw), 0);
+    EXPECT_EQ(hwloc_topology_set_synthetic(raw, description.c_str()), 0) << description;
+    EXPECT_EQ(hwloc_topology_load(raw), 0) << description;
+    char* xml = nullptr;
+    int length = 0;
+    EXPECT_EQ(hwloc_topology_export_xmlbuffer(raw, &xml, &length, 0), 0) << description;
+    const std::string text(xml, static_cast<std::size_t>(std::max(length - 1, 0)));
+    hwloc_free_xmlbuffer(raw, xml);
+    hwloc_topology_destroy(raw);
+    return Topology::from_xml_string(text, description);
+}
+
+// Plain descriptions are built without hwloc (topology_hwloc.cpp): the same machine, level by
+// level and PU by PU, as hwloc's, for every type that path takes and for descriptions it leaves
+// to hwloc.
+TEST(Topology, SyntheticMachinesAreTheOnesHwlocBuilds) {
+    for (const std::string description :
+         {"pack:2 core:2 pu:2", "pack:2 l3:1 core:32 pu:2", "pack:4 l3:2 core:8 pu:2", "pu:1",
+          "pu:7", "core:3 pu:2", "socket:2 die:2 l3:1 l2:2 core:2 pu:2", "package:3 pu:5",
+          "pack:1 l3:1 core:4 pu:2", "pack:2 core:1 pu:1", "pack:2\ncore:3 pu:2",
+          "pack:2 core:1024 pu:2", "Pack:2 PU:2", "pack:2 [numa] core:2 pu:2", "2 3 2",
+          "pack:2  core:2 pu:2", "pack:0x2 core:2 pu:2", "pack:2 l1:1 core:2 pu:2"}) {
+        const Topology mine = Topology::from_synthetic(description);
+        const Topology theirs = built_by_hwloc(description);
+        EXPECT_EQ(mine.describe(), theirs.describe()) << description;
+        ASSERT_EQ(mine.level_count(), theirs.level_count()) << description;
+        for (std::size_t level = 0; level < mine.level_count(); ++level) {
+            EXPECT_EQ(mine.level_kind(level), theirs.level_kind(level)) << description;
+            EXPECT_EQ(mine.node_count(level), theirs.node_count(level)) << description;
+        }
+        ASSERT_EQ(mine.pu_count(), theirs.pu_count()) << description;
+        for (PuId pu = 0; pu < mine.pu_count(); ++pu) {
+            EXPECT_EQ(mine.pu(pu).logical_index, theirs.pu(pu).logical_index) << description;
+            EXPECT_EQ(mine.pu(pu).os_index, theirs.pu(pu).os_index) << description;
+            const auto a = mine.path(pu), b = theirs.path(pu);
+            EXPECT_TRUE(std::equal(a.begin(), a.end(), b.begin(), b.end()))
+                << description << " PU " << pu;
+        }
     }
 }
 
