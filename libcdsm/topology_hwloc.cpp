@@ -97,23 +97,19 @@ Topology load(const std::string& source, const std::function<int(hwloc_topology_
     return extract(raw, source);
 }
 
-// The kinds of the synthetic types that hwloc builds as a plain tree level: its names for them
-// as this file writes them (hwloc takes more spellings; those go through hwloc), top first.
-constexpr std::pair<std::string_view, LevelKind> kSimpleTypes[] = {
-    {"package", LevelKind::kPackage}, {"pack", LevelKind::kPackage},
-    {"socket", LevelKind::kPackage},  {"die", LevelKind::kL3},
-    {"l3", LevelKind::kL3},           {"l2", LevelKind::kL2},
-    {"core", LevelKind::kCore},       {"pu", LevelKind::kPu}};
-
-// The rank of a kind in hwloc's order of types (Package, Die, L3, L2, Core, PU).
-int type_rank(std::string_view name) {
-    if (name == "package" || name == "pack" || name == "socket") return 0;
-    if (name == "die") return 1;
-    if (name == "l3") return 2;
-    if (name == "l2") return 3;
-    if (name == "core") return 4;
-    return 5;  // pu
-}
+// The synthetic types that hwloc builds as a plain tree level: its names for them as this file
+// writes them (hwloc takes more spellings; those go through hwloc), their kind and their rank in
+// hwloc's order of types (Package, Die, L3, L2, Core, PU).
+struct SimpleType {
+    std::string_view name;
+    LevelKind kind;
+    int rank;
+};
+constexpr SimpleType kSimpleTypes[] = {
+    {"package", LevelKind::kPackage, 0}, {"pack", LevelKind::kPackage, 0},
+    {"socket", LevelKind::kPackage, 0},  {"die", LevelKind::kL3, 1},
+    {"l3", LevelKind::kL3, 2},           {"l2", LevelKind::kL2, 3},
+    {"core", LevelKind::kCore, 4},       {"pu", LevelKind::kPu, 5}};
 
 // A synthetic description of the plain form "TYPE:N TYPE:N ... pu:N" (types from kSimpleTypes
 // in hwloc's order, each once, N a decimal number from 1, single spaces or newlines), built
@@ -136,9 +132,9 @@ std::optional<Topology> plain_synthetic(const std::string& text, const std::stri
         if (colon == std::string_view::npos) return std::nullopt;
         const std::string_view name = token.substr(0, colon), number = token.substr(colon + 1);
         const auto type = std::find_if(std::begin(kSimpleTypes), std::end(kSimpleTypes),
-                                       [&](const auto& t) { return t.first == name; });
-        if (type == std::end(kSimpleTypes) || type_rank(name) <= last_rank) return std::nullopt;
-        last_rank = type_rank(name);
+                                       [&](const SimpleType& t) { return t.name == name; });
+        if (type == std::end(kSimpleTypes) || type->rank <= last_rank) return std::nullopt;
+        last_rank = type->rank;
         if (number.empty() || number.size() > 5 || number[0] < '1' || number[0] > '9')
             return std::nullopt;
         std::uint64_t arity = 0;
@@ -146,10 +142,11 @@ std::optional<Topology> plain_synthetic(const std::string& text, const std::stri
             if (c < '0' || c > '9') return std::nullopt;
             arity = arity * 10 + static_cast<std::uint64_t>(c - '0');
         }
-        kinds.push_back(type->second);
+        kinds.push_back(type->kind);
         arities.push_back(arity);
     }
-    if (last_rank != 5) return std::nullopt;  // no PU level last (or nothing at all)
+    if (last_rank != kSimpleTypes[std::size(kSimpleTypes) - 1].rank)
+        return std::nullopt;  // no PU level last (or nothing at all)
     std::uint64_t pu_count = 1;
     for (std::uint64_t a : arities) pu_count *= a;  // at most kMaxSyntheticPus: checked before
     // below[level]: PUs under one node of that level (level 0: the machine).
