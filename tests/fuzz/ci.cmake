@@ -12,6 +12,7 @@ set(fuzz_env "CDSM_SANITIZE_BUILD_DIR=${CDSM_SANITIZE_BUILD_DIR}")
 # tests' guests beyond their timing checks.
 add_test(NAME sanitize.build COMMAND ${fuzz_run} --build-only)
 set_tests_properties(sanitize.build PROPERTIES LABELS "sanitize;fuzz" TIMEOUT 2400 RUN_SERIAL TRUE
+                     COST 10000
                      FIXTURES_SETUP sanitize_build ENVIRONMENT "${fuzz_env}")
 
 # Unit tests that cannot run under the sanitizers, each with its reason (CTest regexes); the
