@@ -26,14 +26,22 @@ bool worth_moving(double current, double proposed, double noise, const RemapOpti
            current - proposed > options.min_gain_sigma * noise;
 }
 
-double cost_difference_noise(const CommMatrix& matrix, const Placement& a, const Placement& b,
-                             const Distances& distances) {
+double cost_difference_noise(
+    const CommMatrix& matrix,
+    const std::function<double(std::size_t, std::size_t)>& distance_change) {
     double variance = 0;
     matrix.for_each_pair([&](std::size_t i, std::size_t j, CommMatrix::Value v) {
-        const double d = double(distances(a[i], a[j])) - double(distances(b[i], b[j]));
+        const double d = distance_change(i, j);
         variance += double(v) * d * d;
     });
     return std::sqrt(variance);
+}
+
+double cost_difference_noise(const CommMatrix& matrix, const Placement& a, const Placement& b,
+                             const Distances& distances) {
+    return cost_difference_noise(matrix, [&](std::size_t i, std::size_t j) {
+        return double(distances(a[i], a[j])) - double(distances(b[i], b[j]));
+    });
 }
 
 Remapper::Remapper(std::unique_ptr<Mapper> mapper, RemapOptions options)

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -28,6 +29,11 @@ struct RemapOptions {
 /// RemapOptions::min_gain_sigma).
 double cost_difference_noise(const CommMatrix& matrix, const Placement& a, const Placement& b,
                              const Distances& distances);
+/// The same where `distance_change(i, j)` is how much farther tasks i and j are in one placement
+/// than in the other (for placements that are not on one Topology's PUs: cdsmd's, on OS CPUs).
+double cost_difference_noise(
+    const CommMatrix& matrix,
+    const std::function<double(std::size_t, std::size_t)>& distance_change);
 
 /// Whether leaving a placement that costs `current` for one that costs `proposed` is worth a
 /// migration by the options' margins: strictly cheaper, by min_gain, and (when min_gain_sigma

@@ -6,7 +6,6 @@
 #include <cdsm/error.hpp>
 #include <cdsm/mapper.hpp>
 #include <cdsm/remapper.hpp>
-#include <cmath>
 
 namespace cdsm::cdsmd {
 
@@ -99,12 +98,9 @@ double Planner::difference_noise(const CommMatrix& matrix, const std::vector<std
         const auto px = machine_.find_os_index(x), py = machine_.find_os_index(y);
         return double(px && py ? distances_(*px, *py) : distances_.max());
     };
-    double variance = 0;
-    matrix.for_each_pair([&](std::size_t i, std::size_t j, CommMatrix::Value v) {
-        const double d = distance(a[i], a[j]) - distance(b[i], b[j]);
-        variance += double(v) * d * d;
+    return cost_difference_noise(matrix, [&](std::size_t i, std::size_t j) {
+        return distance(a[i], a[j]) - distance(b[i], b[j]);
     });
-    return std::sqrt(variance);
 }
 
 std::string_view reason_name(MoveReason reason) noexcept {
