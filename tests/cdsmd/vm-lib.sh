@@ -78,6 +78,10 @@ run_tracked() {
 	app=$(cat "$f")
 }
 
+# Ends the run of the workload whose truth file is $1 early, as at its deadline: SIGUSR1 to each
+# task it lists (tests/workloads/README.md); the processes still run their own checks.
+end_run() { kill -USR1 $(awk '{ print $1 }' "$1"); }
+
 # The OS CPU list of task $1's affinity.
 affinity() { awk '/^Cpus_allowed_list/ { print $2 }' "/proc/$1/status"; }
 
