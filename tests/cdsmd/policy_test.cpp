@@ -152,9 +152,43 @@ TEST(RunnableShare, LifetimeFirstThenWindows) {
     EXPECT_DOUBLE_EQ(s.update(102, 1000, 1300), 0.05);
 }
 
+// 256 busy threads on one CPU: each waits 0.77 s between its slices, and the kernel adds the wait
+// only when the slice comes. Windows without a slice show no progress; runnable ('R') with the
+// same slice count, the task waited all along.
+TEST(RunnableShare, ACrowdedTaskWaitingThroughAWindowIsBusy) {
+    RunnableShare crowded(40);
+    EXPECT_DOUBLE_EQ(crowded.update(100, 1000, 1100, 7, 'R'), 1.0);
+    EXPECT_DOUBLE_EQ(crowded.update(100, 1000, 1140, 7, 'R'), 1.0);
+    EXPECT_DOUBLE_EQ(crowded.update(100, 1000, 1180, 7, 'R'), 1.0);
+    EXPECT_DOUBLE_EQ(crowded.steady(), 1.0);
+    // Its slice came: the wait before it is counted at once (here more than the window).
+    EXPECT_DOUBLE_EQ(crowded.update(190, 1000, 1220, 8, 'R'), 1.0);
+    // The same windows asleep ('S'), or without a slice count (no schedstat): no progress, idle.
+    RunnableShare asleep(40), unknown(40);
+    asleep.update(100, 1000, 1100, 7, 'S');
+    unknown.update(100, 1000, 1100, std::nullopt, 'R');
+    for (std::uint64_t now : {1140, 1180}) {
+        asleep.update(100, 1000, now, 7, 'S');
+        unknown.update(100, 1000, now, std::nullopt, 'R');
+    }
+    EXPECT_DOUBLE_EQ(asleep.value(), 0.0);
+    EXPECT_DOUBLE_EQ(unknown.value(), 0.0);
+    // Given a CPU in the window (the count moved) without run time to show: the share is what
+    // schedstat says, not 1.
+    RunnableShare ran(40);
+    ran.update(100, 1000, 1100, 7, 'R');
+    ran.update(100, 1000, 1140, 8, 'R');
+    EXPECT_DOUBLE_EQ(ran.update(100, 1000, 1180, 9, 'R'), 0.0);
+}
+
 TEST(Schedstat, RunPlusWait) {
-    EXPECT_EQ(procfs::parse_schedstat("1500 2500 7\n"), 4000u);
+    const auto s = procfs::parse_schedstat("1500 2500 7\n");
+    ASSERT_TRUE(s);
+    EXPECT_EQ(s->runnable_ns, 4000u);
+    EXPECT_EQ(s->slices, 7u);
     EXPECT_EQ(procfs::parse_schedstat("garbage"), std::nullopt);
+    EXPECT_EQ(procfs::parse_schedstat("1500 2500\n"), std::nullopt);
+    EXPECT_EQ(procfs::parse_schedstat("1500 2500 x\n"), std::nullopt);
     // Kernels that do not keep scheduler statistics show zeros: not a task that never ran.
     EXPECT_EQ(procfs::parse_schedstat("0 0 12\n"), std::nullopt);
 }
@@ -293,21 +327,49 @@ TEST(Procfs, TaskFilesReadWhatTaskStatReads) {
     EXPECT_FALSE(procfs::TaskFiles(8).read(::getpid(), 0x3fffffff, {}));
 }
 
+// A task bound to one CPU has its stat (state, processor) left unread, unless it was given no CPU
+// since the last read: then its state tells a task waiting for its CPU from a sleeping one.
+TEST(Procfs, TaskFilesReadTheStateOfATaskThatHasNotRun) {
+    Waiter w;  // asleep on a condition variable: given no CPU between the reads
+    for (int i = 0; i < 1000 && procfs::task_stat(::getpid(), w.tid())->state != 'S'; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    procfs::TaskFiles files(8);
+    const auto first = files.read(::getpid(), w.tid(), {});
+    ASSERT_TRUE(first && first->slices);
+    const std::vector<std::uint32_t> one{static_cast<std::uint32_t>(first->processor)};
+    const auto second = files.read(::getpid(), w.tid(), one);
+    ASSERT_TRUE(second && second->slices);
+    EXPECT_EQ(*second->slices, *first->slices);
+    EXPECT_EQ(second->state, 'S');
+    // This thread sleeps between its reads and is given its CPU again: its stat is not read.
+    const std::vector<std::uint32_t> mine{static_cast<std::uint32_t>(::sched_getcpu())};
+    ASSERT_TRUE(files.read(::getpid(), ::gettid(), mine));
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    const auto self = files.read(::getpid(), ::gettid(), mine);
+    ASSERT_TRUE(self);
+    EXPECT_EQ(self->state, '?');
+}
+
 TEST(Procfs, TaskFilesTakeAOneCpuMaskAsWhereTheTaskRuns) {
-    Waiter w;
+    // This thread, which sleeps between the reads and so is given a CPU again each time (a task
+    // that was not: TaskFilesReadTheStateOfATaskThatHasNotRun).
+    const pid_t self = ::gettid();
+    const auto nap = [] { std::this_thread::sleep_for(std::chrono::milliseconds(2)); };
     procfs::TaskFiles files(8);
     // The first read has no start time yet: the stat file says where the task last ran.
-    const auto first = files.read(::getpid(), w.tid(), {4095});
+    const auto first = files.read(::getpid(), self, {4095});
     ASSERT_TRUE(first);
     EXPECT_NE(first->processor, 4095);
     // Then a task that may run on one CPU only runs there (4095: a CPU it cannot be on, to
     // see that the stat file was not read).
-    const auto then = files.read(::getpid(), w.tid(), {4095});
+    nap();
+    const auto then = files.read(::getpid(), self, {4095});
     ASSERT_TRUE(then);
     EXPECT_EQ(then->processor, 4095);
     EXPECT_EQ(then->start_ticks, first->start_ticks);
     // With a wider mask it is read again.
-    const auto wide = files.read(::getpid(), w.tid(), {0, 4095});
+    nap();
+    const auto wide = files.read(::getpid(), self, {0, 4095});
     ASSERT_TRUE(wide);
     EXPECT_NE(wide->processor, 4095);
 }

@@ -34,7 +34,7 @@ TaskRole classify_task(TaskState& ts, const TaskReading& r, const std::string& p
     f.affinity = r.affinity;
     f.process_comm = process_comm;
     const std::uint64_t start_ns = r.stat.start_ticks * tick_ns;
-    f.runnable = ts.runnable.update(r.stat.runnable_ns, start_ns, now);
+    f.runnable = ts.runnable.update(r.stat.runnable_ns, start_ns, now, r.stat.slices, r.stat.state);
     f.runnable_min = ts.runnable.steady();
     f.busy_before = ts.role == TaskRole::kPlace;
     f.age_s = now > start_ns ? double(now - start_ns) / 1e9 : 0;

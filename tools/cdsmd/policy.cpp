@@ -64,7 +64,8 @@ TaskRole classify(const TaskFacts& t, const Config& config) {
 }
 
 double RunnableShare::update(std::uint64_t runnable_ns, std::uint64_t start_ns,
-                             std::uint64_t now_ns) {
+                             std::uint64_t now_ns, std::optional<std::uint64_t> slices,
+                             char state) {
     if (!valid_) {
         const std::uint64_t life = now_ns > start_ns ? now_ns - start_ns : 0;
         share_ = std::min(life ? double(runnable_ns) / double(life) : 0, 1.0);
@@ -73,11 +74,13 @@ double RunnableShare::update(std::uint64_t runnable_ns, std::uint64_t start_ns,
         const std::uint64_t used = runnable_ns >= runnable_ns_ ? runnable_ns - runnable_ns_ : 0;
         last_share_ = share_;
         share_ = std::min(double(used) / double(now_ns - at_ns_), 1.0);
+        if (used == 0 && slices && slices == slices_ && state == 'R') share_ = 1.0;  // waited
     } else {
         return value();  // too short a window: a share over a few ms says little
     }
     valid_ = true;
     runnable_ns_ = runnable_ns;
+    slices_ = slices;
     at_ns_ = now_ns;
     return value();
 }

@@ -86,11 +86,19 @@ TaskRole classify(const TaskFacts& task, const Config& config);
 /// for a busy task however crowded its CPU is, so that busy tasks sharing PUs are never taken for
 /// idle ones (and dropped from the placement one pass, back the next); and one window in which
 /// its run time did not advance (a task's run time is only updated when its CPU takes a tick: a
-/// starved virtual CPU) does not make it idle either.
+/// starved virtual CPU) does not make it idle either. The kernel adds a task's wait only when the
+/// task gets its CPU: on a CPU crowded by more tasks than its slices fit in a window (about 60
+/// busy tasks per CPU for 200 ms), a waiting task shows neither run nor wait for a window or more.
+/// A task that was given no CPU in the whole window (`slices`, schedstat's count, unchanged, and
+/// no run or wait added) and is runnable at its end (`state` 'R') is taken as runnable all
+/// along: share 1. A task asleep at
+/// the window's start and woken late in it, still waiting, is taken so too; two windows in a row
+/// are needed to be busy.
 class RunnableShare {
   public:
     explicit RunnableShare(std::uint64_t window_ns) : window_ns_(window_ns) {}
-    double update(std::uint64_t runnable_ns, std::uint64_t start_ns, std::uint64_t now_ns);
+    double update(std::uint64_t runnable_ns, std::uint64_t start_ns, std::uint64_t now_ns,
+                  std::optional<std::uint64_t> slices = std::nullopt, char state = '?');
     double value() const noexcept { return std::max(share_, last_share_); }
     /// The smaller of the two shares: busy in both windows.
     double steady() const noexcept { return std::min(share_, last_share_); }
@@ -99,6 +107,7 @@ class RunnableShare {
     std::uint64_t window_ns_;
     bool valid_ = false;
     std::uint64_t runnable_ns_ = 0;
+    std::optional<std::uint64_t> slices_;  ///< at the window's start
     std::uint64_t at_ns_ = 0;
     double share_ = 0;       ///< over the last window (or the lifetime)
     double last_share_ = 0;  ///< over the window before

@@ -99,17 +99,20 @@ std::optional<TaskStat> parse_stat(std::string_view text) {
     return s;
 }
 
-std::optional<std::uint64_t> parse_schedstat(std::string_view text) {
+std::optional<Schedstat> parse_schedstat(std::string_view text) {
     const auto space = text.find(' ');
     if (space == std::string_view::npos) return std::nullopt;
-    const std::string_view rest = text.substr(space + 1);
-    std::uint64_t run = 0, wait = 0;
-    if (!parse_number(text.substr(0, space), run) ||
-        !parse_number(rest.substr(0, rest.find(' ')), wait)) {
+    std::string_view rest = text.substr(space + 1);
+    const auto second = rest.find(' ');
+    if (second == std::string_view::npos) return std::nullopt;
+    std::uint64_t run = 0, wait = 0, slices = 0;
+    const std::string_view third = rest.substr(second + 1);
+    if (!parse_number(text.substr(0, space), run) || !parse_number(rest.substr(0, second), wait) ||
+        !parse_number(third.substr(0, third.find_first_of(" \n")), slices)) {
         return std::nullopt;
     }
     if (run == 0 && wait == 0) return std::nullopt;  // no scheduler statistics kept
-    return run + wait;
+    return Schedstat{run + wait, slices};
 }
 
 std::optional<TaskStat> task_stat(pid_t tgid, pid_t tid) {
@@ -120,7 +123,9 @@ std::optional<TaskStat> task_stat(pid_t tgid, pid_t tid) {
     if (!stat) return stat;
     const auto sched = read_file(dir + "schedstat", true);
     const auto runnable = sched ? parse_schedstat(*sched) : std::nullopt;
-    stat->runnable_ns = runnable ? *runnable : stat->cpu_ticks * (1000000000u / ticks_per_second());
+    stat->runnable_ns =
+        runnable ? runnable->runnable_ns : stat->cpu_ticks * (1000000000u / ticks_per_second());
+    if (runnable) stat->slices = runnable->slices;
     return stat;
 }
 
@@ -149,8 +154,14 @@ std::optional<TaskStat> TaskFiles::read(pid_t tgid, pid_t tid,
     const auto runnable = sched ? parse_schedstat(*sched) : std::nullopt;
     // A new file may be another task's with the same tid: its start time is read again.
     if (reopened) f.start_ticks.reset();
+    // Not given a CPU since the last read, and no run time added (a task alone on its CPU keeps
+    // it without a new slice): asleep or waiting for one, which only its state tells.
+    const bool not_run =
+        runnable && f.slices == runnable->slices && f.runnable_ns == runnable->runnable_ns;
+    f.slices = runnable ? std::optional(runnable->slices) : std::nullopt;
+    f.runnable_ns = runnable ? runnable->runnable_ns : 0;
     TaskStat stat;
-    if (runnable && f.start_ticks && affinity.size() == 1) {
+    if (runnable && f.start_ticks && affinity.size() == 1 && !not_run) {
         stat.start_ticks = *f.start_ticks;
         stat.processor = static_cast<int>(affinity[0]);
     } else {
@@ -163,7 +174,9 @@ std::optional<TaskStat> TaskFiles::read(pid_t tgid, pid_t tid,
         stat = *parsed;
         f.start_ticks = stat.start_ticks;
     }
-    stat.runnable_ns = runnable ? *runnable : stat.cpu_ticks * (1000000000u / ticks_per_second());
+    stat.runnable_ns =
+        runnable ? runnable->runnable_ns : stat.cpu_ticks * (1000000000u / ticks_per_second());
+    if (runnable) stat.slices = runnable->slices;
     return stat;
 }
 

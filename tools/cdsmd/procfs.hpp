@@ -26,6 +26,11 @@ struct TaskStat {
     /// schedstat cannot be read. A busy task on a crowded CPU waits more than it runs: its
     /// CPU time alone would make it look idle.
     std::uint64_t runnable_ns = 0;
+    /// Times it was given a CPU (schedstat's third field), when schedstat could be read. The
+    /// kernel adds a task's wait to runnable_ns only when the task next gets its CPU: a task that
+    /// has waited all along and not run yet shows neither run nor wait (`state` 'R' and the
+    /// same count tell it from a sleeping one).
+    std::optional<std::uint64_t> slices;
 };
 std::optional<TaskStat> task_stat(pid_t tgid, pid_t tid);
 
@@ -33,8 +38,9 @@ std::optional<TaskStat> task_stat(pid_t tgid, pid_t tid);
 /// the tasks' schedstat and stat files stay open and are read again from offset 0 (opening a
 /// file in /proc walks the path and allocates; reading it again only formats it), and a task
 /// whose affinity holds one CPU is not asked for its stat at all (it can run only there, and
-/// its start time does not change; cdsmd binds the tasks it places to one CPU each). A file is
-/// opened by its path when the task is new, when the open one fails (a task that exited: its tid
+/// its start time does not change; cdsmd binds the tasks it places to one CPU each), unless it
+/// has not been given a CPU since the last read: then its state tells waiting from asleep. A file
+/// is opened by its path when the task is new, when the open one fails (a task that exited: its tid
 /// may come back as another task) and for tasks beyond `max_tasks`.
 class TaskFiles {
   public:
@@ -57,6 +63,8 @@ class TaskFiles {
         pid_t tgid = 0;
         Fd schedstat, stat;
         std::optional<std::uint64_t> start_ticks;  ///< of the task the files are open for
+        std::optional<std::uint64_t> slices;       ///< at the last read
+        std::uint64_t runnable_ns = 0;             ///< at the last read
         Clock::time_point read_at;
     };
     std::map<pid_t, Files> files_;
@@ -67,9 +75,14 @@ class TaskFiles {
 
 /// Parses the text of a stat file (the comm may hold spaces and parentheses).
 std::optional<TaskStat> parse_stat(std::string_view text);
-/// Parses a schedstat file ("run_ns wait_ns timeslices"): run + wait in ns; nothing for "0 0"
-/// (kernels without scheduler statistics).
-std::optional<std::uint64_t> parse_schedstat(std::string_view text);
+/// A schedstat file: run + wait in ns, and the times the task was given a CPU.
+struct Schedstat {
+    std::uint64_t runnable_ns = 0;
+    std::uint64_t slices = 0;
+};
+/// Parses a schedstat file ("run_ns wait_ns timeslices"); nothing for "0 0" (kernels without
+/// scheduler statistics).
+std::optional<Schedstat> parse_schedstat(std::string_view text);
 
 /// Clock ticks since boot now (CLOCK_BOOTTIME), and ticks per second.
 std::uint64_t now_ticks();
