@@ -91,9 +91,8 @@ TaskRole classify(const TaskFacts& task, const Config& config);
 /// busy tasks per CPU for 200 ms), a waiting task shows neither run nor wait for a window or more.
 /// A task that was given no CPU in the whole window (`slices`, schedstat's count, unchanged, and
 /// no run or wait added) and is runnable at its end (`state` 'R') is taken as runnable all
-/// along: share 1. A task asleep at
-/// the window's start and woken late in it, still waiting, is taken so too; two windows in a row
-/// are needed to be busy.
+/// along: share 1. A task asleep at the window's start and woken late in it, still waiting, is
+/// taken so too; two windows in a row are needed to be busy.
 class RunnableShare {
   public:
     explicit RunnableShare(std::uint64_t window_ns) : window_ns_(window_ns) {}

@@ -102,7 +102,7 @@ std::optional<TaskStat> parse_stat(std::string_view text) {
 std::optional<Schedstat> parse_schedstat(std::string_view text) {
     const auto space = text.find(' ');
     if (space == std::string_view::npos) return std::nullopt;
-    std::string_view rest = text.substr(space + 1);
+    const std::string_view rest = text.substr(space + 1);
     const auto second = rest.find(' ');
     if (second == std::string_view::npos) return std::nullopt;
     std::uint64_t run = 0, wait = 0, slices = 0;
