@@ -69,6 +69,13 @@ bool parse_number(std::string_view text, T& out, int base = 10) {
     return ec == std::errc() && end == text.data() + text.size();
 }
 
+// A task's runnable time and slices from its schedstat, or its CPU time when that is unreadable.
+void set_runnable(TaskStat& stat, const std::optional<Schedstat>& sched) {
+    stat.runnable_ns =
+        sched ? sched->runnable_ns : stat.cpu_ticks * (1000000000u / ticks_per_second());
+    if (sched) stat.slices = sched->slices;
+}
+
 }  // namespace
 
 std::optional<TaskStat> parse_stat(std::string_view text) {
@@ -122,10 +129,7 @@ std::optional<TaskStat> task_stat(pid_t tgid, pid_t tid) {
     auto stat = parse_stat(*text);
     if (!stat) return stat;
     const auto sched = read_file(dir + "schedstat", true);
-    const auto runnable = sched ? parse_schedstat(*sched) : std::nullopt;
-    stat->runnable_ns =
-        runnable ? runnable->runnable_ns : stat->cpu_ticks * (1000000000u / ticks_per_second());
-    if (runnable) stat->slices = runnable->slices;
+    set_runnable(*stat, sched ? parse_schedstat(*sched) : std::nullopt);
     return stat;
 }
 
@@ -174,9 +178,7 @@ std::optional<TaskStat> TaskFiles::read(pid_t tgid, pid_t tid,
         stat = *parsed;
         f.start_ticks = stat.start_ticks;
     }
-    stat.runnable_ns =
-        runnable ? runnable->runnable_ns : stat.cpu_ticks * (1000000000u / ticks_per_second());
-    if (runnable) stat.slices = runnable->slices;
+    set_runnable(stat, runnable);
     return stat;
 }
 
