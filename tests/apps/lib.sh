@@ -129,12 +129,14 @@ show_by_rank() {
 # cdsmd's migrations of the application: per task from the history collected by observe_app
 # ($1.history) and the "migrated" lines of cdsmd's log. Then the checks of issue 12 ("places
 # them well and calmly", tests/apps/history): no task moved more than APPS_MAX_MOVES (default 1)
-# times from launch to end; in cdsmd's fullest placement while it ran, no two tasks on one CPU,
-# each inside its affinity, and a cost on that moment's aged matrix within APPS_COST_WITHIN
+# times from launch to end; in the placement judged (tests/apps/history: the last sample with
+# the most tasks placed that cdsmd's next pass kept), no two tasks on one CPU, each inside its
+# affinity, and a cost on that moment's aged matrix within APPS_COST_WITHIN
 # (default 0.02) of Scotch's offline mapping of the same matrix on this machine, or, for a
 # placement cdsmd kept rather than just chose, within APPS_KEEP_MARGIN (default 0.05, cdsmd's
 # mapping.min_gain: as the matrix drifts, it does not migrate for less; a CI run saw GROMACS's
-# 4 threads kept at 1122 where Scotch found 1080 on the final matrix, +3.9 %) or within
+# 4 threads kept at 1122 where Scotch found 1080 on the final matrix, +3.9 %; or the margin
+# cdsmd applied, when larger: twice min_gain within a minute of a migration) or within
 # APPS_KEEP_SIGMA (default 3, its mapping.min_gain_sigma) standard deviations of the
 # difference's counting noise (cdsmd does not migrate for less either: LAMMPS's 4 ranks on 6.1
 # were kept at 179 where Scotch found 167, +7.2 %, on an aged matrix of 79 events). After $1:

@@ -60,6 +60,7 @@ min_gain = 0.1
 min_gain_sigma = 1.5
 settle_ms = 250
 settle_max_ms = 5000
+threads_wait_ms = 0
 interval_min_ms = 20
 interval_max_ms = 500
 idle_cpu = 0.25
@@ -89,6 +90,8 @@ min_threads = 8
     EXPECT_DOUBLE_EQ(c.min_gain_sigma, 1.5);
     EXPECT_EQ(c.settle_ms, 250u);
     EXPECT_EQ(c.settle_max_ms, 5000u);
+    EXPECT_EQ(c.threads_wait_ms, 0u);
+    EXPECT_EQ(parse_config("", "t").threads_wait_ms, 60000u);
     EXPECT_EQ(c.interval.min_ms, 20u);
     EXPECT_EQ(c.interval.max_ms, 500u);
     EXPECT_EQ(c.launchers, std::vector<std::string>{"mpirun"});
@@ -139,6 +142,8 @@ TEST(Config, ValuesOutOfRangeAreRefused) {
               "test.toml: mapping.min_gain_sigma must be in [0, 100]");
     EXPECT_EQ(error_of("[mapping]\nsettle_ms = 700000\n"),
               "test.toml: mapping.settle_ms and settle_max_ms must be at most 600000 (10 minutes)");
+    EXPECT_EQ(error_of("[mapping]\nthreads_wait_ms = 600001\n"),
+              "test.toml: mapping.threads_wait_ms must be at most 600000 (10 minutes)");
     EXPECT_EQ(error_of("[mapping]\nidle_cpu = 2\n"),
               "test.toml: mapping.idle_cpu must be in [0, 1] (a fraction of one CPU)");
     EXPECT_EQ(error_of("[mapping]\ninterval_min_ms = 3000\n"),

@@ -133,9 +133,11 @@ class RecordedSystem final : public KernelSource, public ProcSource, public Appl
     }
     /// Where the scheduler runs a task now, its mask unchanged.
     void run_on(pid_t tid, std::uint32_t cpu) { cpu_[tid] = cpu; }
+    void set_busy(pid_t tid, bool busy) { busy_.at(tid) = busy; }
     void set_env(pid_t tgid, const std::string& name, const std::string& value) {
         env_[tgid][name] = value;
     }
+    const std::map<pid_t, std::map<std::string, std::string>>& environment() const { return env_; }
     std::vector<pid_t> busy_tids() const {
         std::vector<pid_t> out;
         for (const auto& [tid, busy] : busy_)
@@ -710,6 +712,99 @@ TEST_P(Pass, MpiRanksArePlacedButNotTheLauncherNorIdleHelpers) {
     EXPECT_EQ(ranks, 4u);
     EXPECT_GE(launchers, 1u);
     EXPECT_EQ(placed().size(), 4u);
+}
+
+TEST_P(Pass, AMoveWithinAMinuteOfTheLastNeedsTwiceTheGain) {
+    // Found with GROMACS's threaded code in the lab: its workers each talk about as much with
+    // the main thread, which one the most changes from one aged matrix to the next, and cdsmd
+    // moved two threads a second time 9.5 s after placing them, for 7.7 %.
+    start("pairs-pin-bad");
+    config.min_gain = 0.05;
+    const Json first = place();
+    ASSERT_TRUE(first["applied"].get<bool>()) << first.dump();
+    EXPECT_DOUBLE_EQ(first["min_gain"].get<double>(), 0.05);  // no migration before it
+    system->advance(59);
+    EXPECT_DOUBLE_EQ(run()["min_gain"].get<double>(), 0.10);
+    system->advance(1);
+    EXPECT_DOUBLE_EQ(run()["min_gain"].get<double>(), 0.05);
+    config.min_gain = 0.4;  // twice over, at most 0.5
+    app.history.back()["time_ns"] = system->now_ns();
+    EXPECT_DOUBLE_EQ(run()["min_gain"].get<double>(), 0.5);
+}
+
+// A pass that waited for the threads OMP_NUM_THREADS announces.
+bool awaiting_threads(const Json& d) {
+    return d.value("skipped", "").find("waiting for the threads OMP_NUM_THREADS announces") !=
+           std::string::npos;
+}
+
+TEST_P(Pass, AHybridCodeIsPlacedOnceItsAnnouncedThreadsAreBusy) {
+    // Found with GROMACS (mpirun -np 2 gmx_mpi mdrun -ntomp 2) in the lab: placed during set-up,
+    // when only the ranks' main threads ran, the two ranks shared a core; when each rank's
+    // OpenMP worker started, cdsmd moved the main threads a second time. Here each rank says
+    // OMP_NUM_THREADS=2 and runs one busy thread until one of its helpers becomes busy too.
+    start("mpi-ring-bound");
+    std::map<pid_t, pid_t> worker;  // rank's process -> a thread of it, idle for now
+    for (const auto& [tgid, env] : system->environment())
+        if (env.count("OMPI_COMM_WORLD_RANK")) system->set_env(tgid, "OMP_NUM_THREADS", "2");
+    for (const cdsm_task_info& t : system->tasks(1))
+        if (t.tid != t.tgid && system->environment().count(t.tgid) &&
+            system->environment().at(t.tgid).count("OMPI_COMM_WORLD_RANK"))
+            worker.try_emplace(t.tgid, t.tid);
+    ASSERT_EQ(worker.size(), 4u);
+    for (const double after : {0.0, 1.0, 20.0}) {
+        system->advance(after);
+        const Json d = run();
+        EXPECT_TRUE(awaiting_threads(d)) << d.dump();
+        EXPECT_NE(d["skipped"].get<std::string>().find(": 1 of 2"), std::string::npos) << d.dump();
+    }
+    EXPECT_EQ(system->applied, 0);
+    // A thread is busy once it was runnable in two windows in a row (RunnableShare).
+    for (const auto& [tgid, tid] : worker) system->set_busy(tid, true);
+    Json d;
+    for (int pass = 0; pass < 3 && (d.empty() || awaiting_threads(d)); ++pass) {
+        system->advance(1);
+        d = run();
+    }
+    if (d.value("pending", false)) {
+        system->advance(5);
+        d = run();
+    }
+    EXPECT_TRUE(d["applied"].get<bool>()) << d.dump();
+    EXPECT_EQ(placed().size(), 8u);
+    for (const auto& [tid, moves] : app.moves) EXPECT_LE(moves, 1u) << tid;
+}
+
+TEST_P(Pass, AnnouncedThreadsThatNeverComeDelayThePlacementByThreadsWaitMsAtMost) {
+    start("pairs-pin-bad");
+    const std::size_t busy = system->busy();
+    system->set_env(app.info.root_pid, "OMP_NUM_THREADS", std::to_string(busy + 1));
+    config.threads_wait_ms = 30000;
+    const Json first = run();
+    EXPECT_TRUE(awaiting_threads(first)) << first.dump();
+    EXPECT_NE(first["skipped"].get<std::string>().find(fmt::format(": {} of {}", busy, busy + 1)),
+              std::string::npos)
+        << first.dump();
+    system->advance(29.9);
+    EXPECT_TRUE(awaiting_threads(run()));
+    EXPECT_EQ(system->applied, 0);
+    system->advance(0.1);
+    const Json d = place();
+    EXPECT_FALSE(d.contains("skipped")) << d.dump();
+    EXPECT_TRUE(d["applied"].get<bool>()) << d.dump();
+}
+
+TEST_P(Pass, AProcessWithTheThreadsItAnnouncesIsNotHeldBack) {
+    start("pairs-pin-bad");
+    system->set_env(app.info.root_pid, "OMP_NUM_THREADS", std::to_string(system->busy()));
+    EXPECT_FALSE(awaiting_threads(run()));
+}
+
+TEST_P(Pass, AThreadsWaitOfZeroHoldsNothingBack) {
+    start("pairs-pin-bad");
+    system->set_env(app.info.root_pid, "OMP_NUM_THREADS", "64");
+    config.threads_wait_ms = 0;
+    EXPECT_FALSE(awaiting_threads(run()));
 }
 
 INSTANTIATE_TEST_SUITE_P(Kernels, Pass, ::testing::Values("6.1", "6.12"), [](const auto& p) {

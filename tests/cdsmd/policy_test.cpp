@@ -203,6 +203,16 @@ TEST(Environment, OptOutAndRanks) {
     EXPECT_EQ(mpi_rank({}), std::nullopt);
 }
 
+TEST(Environment, ThreadsAnnouncedByOmpNumThreads) {
+    EXPECT_EQ(expected_threads({{"OMP_NUM_THREADS", "4"}}), 4u);
+    EXPECT_EQ(expected_threads({{"OMP_NUM_THREADS", "4,2"}}), 4u);  // nested: the outer level
+    EXPECT_EQ(expected_threads({{"OMP_NUM_THREADS", "1"}}), 1u);
+    EXPECT_EQ(expected_threads({{"OMP_NUM_THREADS", "4096"}}), 4096u);
+    for (const char* bad : {"", "0", "-2", "x", "4x", " 4", "4097", "99999999999"})
+        EXPECT_EQ(expected_threads({{"OMP_NUM_THREADS", bad}}), std::nullopt) << bad;
+    EXPECT_EQ(expected_threads({}), std::nullopt);
+}
+
 TEST(Credentials, UnprivilegedPeersSeeTheirOwnAndControlNothing) {
     const Peer root{1, 0, true}, alice{2, 1000, false};
     EXPECT_TRUE(may_see(root, 1000));

@@ -159,6 +159,7 @@ void read_mapping(TableReader& t, Config& c, std::string_view source) {
     t.get("idle_cpu", c.idle_cpu);
     t.get("settle_ms", c.settle_ms);
     t.get("settle_max_ms", c.settle_max_ms);
+    t.get("threads_wait_ms", c.threads_wait_ms);
     t.get("launchers", c.launchers);
     t.get("age_after_migration", c.age_after_migration);
     t.get("release_ended_after_ms", c.release_ended_after_ms);
@@ -188,6 +189,9 @@ void read_mapping(TableReader& t, Config& c, std::string_view source) {
     if (c.settle_ms > 600000 || c.settle_max_ms > 600000) {
         throw Error(where,
                     "mapping.settle_ms and settle_max_ms must be at most 600000 (10 minutes)");
+    }
+    if (c.threads_wait_ms > 600000) {
+        throw Error(where, "mapping.threads_wait_ms must be at most 600000 (10 minutes)");
     }
     if (c.interval.min_ms == 0 || c.interval.min_ms > c.interval.max_ms) {
         throw Error(where,

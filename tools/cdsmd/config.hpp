@@ -69,6 +69,8 @@ struct Config {
     std::uint32_t client_timeout_ms = 30000;
 
     std::string algorithm{mapper_names().front()};
+    /// Migrate only for a cost lower by this fraction; twice it (at most 0.5) within a minute of
+    /// the application's last migration (pass.cpp, remap_options).
     double min_gain = 0.05;
     /// ... and by more than this many standard deviations of its counting noise
     /// (RemapOptions::min_gain_sigma).
@@ -85,6 +87,11 @@ struct Config {
     /// emulation), with lulls in between.
     std::uint32_t settle_ms = 1000;
     std::uint32_t settle_max_ms = 10000;
+    /// A process whose environment sets OMP_NUM_THREADS=N is still starting while fewer than N
+    /// of its tasks are busy: its application is not placed until each such process has N, or
+    /// until cdsmd has seen the application this long (0: no wait). Placing a hybrid code's ranks
+    /// during its set-up would move them again when their OpenMP threads start.
+    std::uint32_t threads_wait_ms = 60000;
     std::vector<std::string> launchers = {"mpirun", "mpiexec",        "orterun", "orted",
                                           "prted",  "prterun",        "prte",    "slurmstepd",
                                           "srun",   "hydra_pmi_proxy"};

@@ -204,6 +204,7 @@ Classified classify_tasks(AppState& app, const std::vector<TaskReading>& tasks,
         if (role != TaskRole::kPlace) continue;
         out.indices.push_back(t.index);
         out.tids.push_back(t.tid);
+        out.tgids.push_back(t.tgid);
         out.current.push_back(static_cast<std::uint32_t>(r.stat.processor));
         out.masks.push_back(r.affinity);
     }
@@ -365,6 +366,24 @@ std::uint64_t unsettled_ns(AppState& app, std::set<std::string> items, std::uint
     return settled >= settle_ns ? 0 : settle_ns - settled;
 }
 
+// Processes that said how many threads they will run (OMP_NUM_THREADS) and have fewer busy:
+// "process P: k of N". A hybrid code's ranks spend their set-up in their main threads (GROMACS:
+// 20 s in the lab); placed then, two ranks that talk share a core, and each rank's OpenMP
+// workers, started later on their main thread's one-CPU mask, make cdsmd move the main threads
+// again to give each rank a core.
+std::vector<std::string> threads_to_come(const AppState& app, const Classified& tasks) {
+    std::map<pid_t, std::uint32_t> busy;
+    for (pid_t tgid : tasks.tgids) ++busy[tgid];
+    std::vector<std::string> out;
+    for (const auto& [tgid, n] : busy) {
+        const auto env = app.env_by_tgid.find(tgid);
+        if (env == app.env_by_tgid.end()) continue;
+        const auto want = expected_threads(env->second.vars);
+        if (want && n < *want) out.push_back(fmt::format("process {}: {} of {}", tgid, n, *want));
+    }
+    return out;
+}
+
 // A placement that only lowers the cost is applied once the events counted after it was first
 // proposed show the gain too. Consecutive passes read mostly the same events (the aged matrix
 // is aged only after a migration, by default): on 6.1 under load, two passes 0.5 s apart
@@ -376,13 +395,30 @@ std::uint64_t unsettled_ns(AppState& app, std::set<std::string> items, std::uint
 // every pass proposes a placement for those tasks (a pass that proposes none ends the wait).
 enum class Confirmation { kApply, kWait };
 
-// The margins a cheaper placement must beat (mapping.min_gain, min_gain_sigma).
-static RemapOptions remap_options(const Config& config) {
-    return {.min_gain = config.min_gain, .min_gain_sigma = config.min_gain_sigma};
+// The margins a cheaper placement must beat (mapping.min_gain, min_gain_sigma): min_gain
+// twice over (kRecentGainFactor, at most 0.5) within kRecentMoveNs of the application's last
+// migration. Threads that each talk about as much with one other (GROMACS's OpenMP workers with
+// their main thread, within 5 % over the whole run) change which is the strongest from one
+// aged matrix to the next: in the lab cdsmd confirmed a 7.7 % gain 9.5 s after placing them and
+// moved two of them a second time, and then back would have been next. Counting noise does not
+// cover it (the events are not independent), so right after a move cdsmd asks more of the next.
+constexpr std::uint64_t kRecentMoveNs = 60'000'000'000;
+constexpr double kRecentGainFactor = 2;
+static RemapOptions remap_options(const Config& config, bool recent) {
+    const double gain =
+        recent ? std::min(0.5, config.min_gain * kRecentGainFactor) : config.min_gain;
+    return {.min_gain = std::max(gain, config.min_gain), .min_gain_sigma = config.min_gain_sigma};
+}
+
+// Whether the application's last migration was less than kRecentMoveNs before now.
+static bool moved_recently(const AppState& app, std::uint64_t now) {
+    if (app.history.empty()) return false;
+    const std::uint64_t at = app.history.back().value("time_ns", std::uint64_t{0});
+    return now >= at && now - at < kRecentMoveNs;
 }
 
 Confirmation confirm_plan(AppState& app, const Classified& tasks, const Plan& plan,
-                          PassContext& context) {
+                          const RemapOptions& options, PassContext& context) {
     if (!plan.changed || plan.why != MoveReason::kCheaper) {
         app.pending.reset();
         return Confirmation::kApply;
@@ -403,7 +439,7 @@ Confirmation confirm_plan(AppState& app, const Classified& tasks, const Plan& pl
     const double now = context.planner.cost(fresh, tasks.current);
     const double then = context.planner.cost(fresh, plan.target_cpus);
     const double noise = context.planner.difference_noise(fresh, tasks.current, plan.target_cpus);
-    const bool gain = worth_moving(now, then, noise, remap_options(config));
+    const bool gain = worth_moving(now, then, noise, options);
     spdlog::debug(
         "{}: the proposal on the {:.0f} events since it was first made: cost {:.0f} -> "
         "{:.0f}, noise {:.1f}: {}",
@@ -492,6 +528,20 @@ PassResult map_pass(AppState& app, const MapRequest& req, PassContext& context) 
             true);
     }
 
+    // ... and, until the application is threads_wait_ms old, until each process that said how
+    // many threads it runs has that many busy.
+    if (const std::uint64_t age = now - std::min(now, app.first_seen_ns),
+        limit = std::uint64_t(config.threads_wait_ms) * 1000000;
+        req.from_timer && age < limit) {
+        if (const auto coming = threads_to_come(app, tasks); !coming.empty()) {
+            next_in = std::chrono::milliseconds((limit - age) / 1000000 + 1);
+            return skip(fmt::format("waiting for the threads OMP_NUM_THREADS announces ({}), "
+                                    "{:.0f} ms more at most (mapping.threads_wait_ms)",
+                                    fmt::join(coming, ", "), double(limit - age) / 1e6),
+                        true);
+        }
+    }
+
     const Arbitration cpus =
         arbitrate(allowed_cpus(context.planner, context.proc, tasks.tids.front()),
                   context.claimed_by_others, tasks.foreign_cpus, tasks.tids.size());
@@ -515,16 +565,17 @@ PassResult map_pass(AppState& app, const MapRequest& req, PassContext& context) 
         const auto& bound = app.tasks[tasks.tids[k]].bound_cpu;
         placed.push_back(bound && *bound == tasks.current[k]);
     }
-    const Plan plan =
-        context.planner.plan(sub, tasks.current, tasks.masks, cpus.available, algorithm,
-                             remap_options(config), req.baselines, stuck, placed);
+    const RemapOptions options = remap_options(config, moved_recently(app, now));
+    d["min_gain"] = options.min_gain;
+    const Plan plan = context.planner.plan(sub, tasks.current, tasks.masks, cpus.available,
+                                           algorithm, options, req.baselines, stuck, placed);
     log_plan(label, sub, tasks, plan);
 
     // A detect application is planned and recorded, never placed. A placement that only lowers
     // the cost waits until events counted after it was proposed show the gain too: one pass's
     // matrix may be noise.
     const bool confirm =
-        !req.from_timer || confirm_plan(app, tasks, plan, context) == Confirmation::kApply;
+        !req.from_timer || confirm_plan(app, tasks, plan, options, context) == Confirmation::kApply;
     const bool place = req.apply && !context.dry_run && app.mode == AppMode::kMap && confirm;
     record_plan(app, d, tasks, plan, seen.tasks.size(), req,
                 req.apply && app.mode == AppMode::kMap && confirm);

@@ -87,7 +87,8 @@ double RunnableShare::update(std::uint64_t runnable_ns, std::uint64_t start_ns,
 
 const std::vector<std::string>& environment_names() {
     static const std::vector<std::string> names = {"CDSM_DISABLE", "OMPI_COMM_WORLD_RANK",
-                                                   "PMI_RANK", "PMIX_RANK", "SLURM_PROCID"};
+                                                   "PMI_RANK",     "PMIX_RANK",
+                                                   "SLURM_PROCID", "OMP_NUM_THREADS"};
     return names;
 }
 
@@ -108,6 +109,17 @@ std::optional<int> mpi_rank(const std::map<std::string, std::string>& env) {
         if (ec == std::errc() && end == v.data() + v.size() && rank >= 0) return rank;
     }
     return std::nullopt;
+}
+
+std::optional<std::uint32_t> expected_threads(const std::map<std::string, std::string>& env) {
+    const auto it = env.find("OMP_NUM_THREADS");
+    if (it == env.end()) return std::nullopt;
+    const std::string& v = it->second;
+    std::uint32_t n = 0;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (ec != std::errc() || (end != v.data() + v.size() && *end != ',') || n < 1 || n > 4096)
+        return std::nullopt;
+    return n;
 }
 
 Peer peer_rights(const control::PeerCredentials& creds, std::optional<gid_t> admin_gid) {

@@ -118,6 +118,9 @@ const std::vector<std::string>& environment_names();
 bool opts_out(const std::map<std::string, std::string>& env);
 /// The MPI rank from OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK or SLURM_PROCID, in that order.
 std::optional<int> mpi_rank(const std::map<std::string, std::string>& env);
+/// The threads a process says it will run: OMP_NUM_THREADS, its first value (a nested list
+/// "4,2" gives 4), when that is a count from 1 to 4096; unset otherwise.
+std::optional<std::uint32_t> expected_threads(const std::map<std::string, std::string>& env);
 
 /// A control-socket peer and its rights.
 struct Peer {
