@@ -775,6 +775,53 @@ TEST_P(Pass, AHybridCodeIsPlacedOnceItsAnnouncedThreadsAreBusy) {
     for (const auto& [tid, moves] : app.moves) EXPECT_LE(moves, 1u) << tid;
 }
 
+TEST_P(Pass, TheAnnouncedThreadsArrivingEndTheStartUp) {
+    // GROMACS hybrid at 50 steps on 6.12: its workers became busy 20 s into a 30 s run, the
+    // settle wait started again at half the age (10 s) and cdsmd planned 0.7 s before the end.
+    // Once the threads cdsmd waited for have come, it waits settle_ms only.
+    start("mpi-ring-bound");
+    config.settle_ms = 1000;
+    config.settle_max_ms = 10000;
+    std::map<pid_t, pid_t> worker;
+    for (const cdsm_task_info& t : system->tasks(1)) {
+        const auto env = system->environment().find(t.tgid);
+        if (env == system->environment().end() || !env->second.count("OMPI_COMM_WORLD_RANK"))
+            continue;
+        system->set_env(t.tgid, "OMP_NUM_THREADS", "2");
+        if (t.tid != t.tgid) worker.try_emplace(t.tgid, t.tid);
+    }
+    for (int pass = 0; pass < 20; ++pass) {
+        const Json d = run();
+        EXPECT_TRUE(d.contains("skipped")) << d.dump();
+        system->advance(1);
+    }
+    EXPECT_TRUE(awaiting_threads(run())) << "20 s in";
+    for (const auto& [tgid, tid] : worker) system->set_busy(tid, true);
+    double waited = 0;
+    Json d;
+    for (; waited < 12 && (d.empty() || d.contains("skipped")); waited += 0.5) {
+        system->advance(0.5);
+        d = run();
+    }
+    EXPECT_FALSE(d.contains("skipped")) << d.dump();
+    EXPECT_LE(waited, 3.0) << "planned " << waited << " s after the threads came";
+    EXPECT_FALSE(app.awaited_threads);
+    // A later change of the tasks waits as usual (half the age, 10 s at most), not settle_ms.
+    const pid_t helper = [&] {
+        for (const cdsm_task_info& t : system->tasks(1))
+            if (worker.count(t.tgid) && t.tid != t.tgid && t.tid != worker.at(t.tgid)) return t.tid;
+        return pid_t{0};
+    }();
+    ASSERT_NE(helper, 0);
+    system->set_busy(helper, true);
+    bool settling_again = false;
+    for (int pass = 0; pass < 6 && !settling_again; ++pass) {
+        system->advance(0.5);
+        settling_again = settling(run());
+    }
+    EXPECT_TRUE(settling_again);
+}
+
 TEST_P(Pass, AnnouncedThreadsThatNeverComeDelayThePlacementByThreadsWaitMsAtMost) {
     start("pairs-pin-bad");
     const std::size_t busy = system->busy();

@@ -89,6 +89,9 @@ struct AppState {
     std::set<std::string> task_set;
     std::uint64_t task_set_since_ns = 0;
     std::uint64_t first_seen_ns = 0;  ///< when a pass first looked at it (its age)
+    /// A pass found a process with fewer busy tasks than its OMP_NUM_THREADS, and no pass has
+    /// mapped the application since: the threads' arrival ends its start-up (settle_ms).
+    bool awaited_threads = false;
     /// Passes in a row that found its tasks sharing a CPU while another was free, since when.
     std::uint32_t stacked_passes = 0;
     std::uint64_t stacked_since_ns = 0;

@@ -90,7 +90,8 @@ struct Config {
     /// A process whose environment sets OMP_NUM_THREADS=N is still starting while fewer than N
     /// of its tasks are busy: its application is not placed until each such process has N, or
     /// until cdsmd has seen the application this long (0: no wait). Placing a hybrid code's ranks
-    /// during its set-up would move them again when their OpenMP threads start.
+    /// during its set-up would move them again when their OpenMP threads start. Once the threads
+    /// have come, the settle wait is settle_ms only.
     std::uint32_t threads_wait_ms = 60000;
     std::vector<std::string> launchers = {"mpirun", "mpiexec",        "orterun", "orted",
                                           "prted",  "prterun",        "prte",    "slurmstepd",

@@ -351,14 +351,18 @@ std::set<std::string> task_set_of(const Classified& tasks,
 
 // How much longer the tasks to place must stay as they are: half the time cdsmd has seen the
 // application (since its first pass, events or not), within [settle_ms, settle_max_ms], since
-// they last changed. Tasks leaving the set (exited, idle, bound by another program) are no reason
-// to wait: only a task joining it or a mask or command changing restarts the clock.
+// they last changed; settle_ms when `short_wait` (the threads OMP_NUM_THREADS announced have
+// come: cdsmd waited for them, and they end the start-up). Tasks leaving the set (exited, idle,
+// bound by another program) are no reason to wait: only a task joining it or a mask or command
+// changing restarts the clock.
 std::uint64_t unsettled_ns(AppState& app, std::set<std::string> items, std::uint64_t now,
-                           const Config& config) {
+                           const Config& config, bool short_wait) {
     constexpr std::uint64_t kMs = 1000000;
     const std::uint64_t settle_ns =
-        std::clamp((now - std::min(now, app.first_seen_ns)) / 2, config.settle_ms * kMs,
-                   std::max(config.settle_ms, config.settle_max_ms) * kMs);
+        short_wait
+            ? config.settle_ms * kMs
+            : std::clamp((now - std::min(now, app.first_seen_ns)) / 2, config.settle_ms * kMs,
+                         std::max(config.settle_ms, config.settle_max_ms) * kMs);
     if (!std::includes(app.task_set.begin(), app.task_set.end(), items.begin(), items.end()))
         app.task_set_since_ns = now;
     app.task_set = std::move(items);
@@ -514,11 +518,20 @@ PassResult map_pass(AppState& app, const MapRequest& req, PassContext& context) 
     if (sub.total() < config.min_events)
         return skip(not_enough_events(sub.total(), config.min_events));
 
+    // Processes still short of the threads OMP_NUM_THREADS announces, until the application is
+    // threads_wait_ms old.
+    const std::uint64_t age = now - std::min(now, app.first_seen_ns),
+                        threads_limit = std::uint64_t(config.threads_wait_ms) * 1000000;
+    const std::vector<std::string> coming =
+        age < threads_limit ? threads_to_come(app, tasks) : std::vector<std::string>{};
+    if (!coming.empty()) app.awaited_threads = true;
+
     // A timer's pass waits until the tasks to place stopped changing: each change while an MPI
     // job starts (threads created, ranks exec'd, masks set by mpirun and libpsm2) would be a
     // migration of its own. (A request's pass maps what it sees.)
     if (const std::uint64_t wait_ns =
-            req.from_timer ? unsettled_ns(app, task_set_of(tasks, seen.process_comm), now, config)
+            req.from_timer ? unsettled_ns(app, task_set_of(tasks, seen.process_comm), now, config,
+                                          app.awaited_threads && coming.empty())
                            : 0) {
         next_in = std::chrono::milliseconds(wait_ns / 1000000 + 1);
         return skip(
@@ -528,19 +541,15 @@ PassResult map_pass(AppState& app, const MapRequest& req, PassContext& context) 
             true);
     }
 
-    // ... and, until the application is threads_wait_ms old, until each process that said how
-    // many threads it runs has that many busy.
-    if (const std::uint64_t age = now - std::min(now, app.first_seen_ns),
-        limit = std::uint64_t(config.threads_wait_ms) * 1000000;
-        req.from_timer && age < limit) {
-        if (const auto coming = threads_to_come(app, tasks); !coming.empty()) {
-            next_in = std::chrono::milliseconds((limit - age) / 1000000 + 1);
-            return skip(fmt::format("waiting for the threads OMP_NUM_THREADS announces ({}), "
-                                    "{:.0f} ms more at most (mapping.threads_wait_ms)",
-                                    fmt::join(coming, ", "), double(limit - age) / 1e6),
-                        true);
-        }
+    // ... and until each process that said how many threads it runs has that many busy.
+    if (req.from_timer && !coming.empty()) {
+        next_in = std::chrono::milliseconds((threads_limit - age) / 1000000 + 1);
+        return skip(fmt::format("waiting for the threads OMP_NUM_THREADS announces ({}), "
+                                "{:.0f} ms more at most (mapping.threads_wait_ms)",
+                                fmt::join(coming, ", "), double(threads_limit - age) / 1e6),
+                    true);
     }
+    app.awaited_threads = false;  // they came (or the wait ended): settle waits as usual again
 
     const Arbitration cpus =
         arbitrate(allowed_cpus(context.planner, context.proc, tasks.tids.front()),
