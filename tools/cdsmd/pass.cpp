@@ -401,10 +401,10 @@ enum class Confirmation { kApply, kWait };
 
 // The margins a cheaper placement must beat (mapping.min_gain, min_gain_sigma): min_gain
 // twice over (kRecentGainFactor, at most 0.5) within kRecentMoveNs of the application's last
-// migration. Threads that each talk about as much with one other (GROMACS's OpenMP workers with
-// their main thread, within 5 % over the whole run) change which is the strongest from one
-// aged matrix to the next: in the lab cdsmd confirmed a 7.7 % gain 9.5 s after placing them and
-// moved two of them a second time, and then back would have been next. Counting noise does not
+// migration. When several threads talk about as much with one partner (GROMACS's OpenMP
+// workers with their main thread, within 5 % of each other over the whole run), which of them
+// talks most changes from one aged matrix to the next: in the lab cdsmd confirmed a gain of
+// 7.7 % 9.5 s after placing them and moved two of them a second time. Counting noise does not
 // cover it (the events are not independent), so right after a move cdsmd asks more of the next.
 constexpr std::uint64_t kRecentMoveNs = 60'000'000'000;
 constexpr double kRecentGainFactor = 2;
