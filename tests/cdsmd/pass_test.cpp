@@ -273,6 +273,19 @@ class Pass : public ::testing::TestWithParam<std::string> {
         }
         return out;
     }
+    // Sets OMP_NUM_THREADS=n in each MPI rank's environment; returns, per rank's process, one
+    // of its other threads (idle in the recordings) that a test can make busy.
+    std::map<pid_t, pid_t> announce_threads(int n) {
+        std::map<pid_t, pid_t> worker;
+        for (const cdsm_task_info& t : system->tasks(1)) {
+            const auto env = system->environment().find(t.tgid);
+            if (env == system->environment().end() || !env->second.count("OMPI_COMM_WORLD_RANK"))
+                continue;
+            system->set_env(t.tgid, "OMP_NUM_THREADS", std::to_string(n));
+            if (t.tid != t.tgid) worker.try_emplace(t.tgid, t.tid);
+        }
+        return worker;
+    }
     std::vector<pid_t> placed() const {
         std::vector<pid_t> out;
         for (const auto& [tid, ts] : app.tasks)
@@ -744,13 +757,7 @@ TEST_P(Pass, AHybridCodeIsPlacedOnceItsAnnouncedThreadsAreBusy) {
     // OpenMP worker started, cdsmd moved the main threads a second time. Here each rank says
     // OMP_NUM_THREADS=2 and runs one busy thread until one of its helpers becomes busy too.
     start("mpi-ring-bound");
-    std::map<pid_t, pid_t> worker;  // rank's process -> a thread of it, idle for now
-    for (const auto& [tgid, env] : system->environment())
-        if (env.count("OMPI_COMM_WORLD_RANK")) system->set_env(tgid, "OMP_NUM_THREADS", "2");
-    for (const cdsm_task_info& t : system->tasks(1))
-        if (t.tid != t.tgid && system->environment().count(t.tgid) &&
-            system->environment().at(t.tgid).count("OMPI_COMM_WORLD_RANK"))
-            worker.try_emplace(t.tgid, t.tid);
+    const std::map<pid_t, pid_t> worker = announce_threads(2);
     ASSERT_EQ(worker.size(), 4u);
     for (const double after : {0.0, 1.0, 20.0}) {
         system->advance(after);
@@ -782,14 +789,8 @@ TEST_P(Pass, TheAnnouncedThreadsArrivingEndTheStartUp) {
     start("mpi-ring-bound");
     config.settle_ms = 1000;
     config.settle_max_ms = 10000;
-    std::map<pid_t, pid_t> worker;
-    for (const cdsm_task_info& t : system->tasks(1)) {
-        const auto env = system->environment().find(t.tgid);
-        if (env == system->environment().end() || !env->second.count("OMPI_COMM_WORLD_RANK"))
-            continue;
-        system->set_env(t.tgid, "OMP_NUM_THREADS", "2");
-        if (t.tid != t.tgid) worker.try_emplace(t.tgid, t.tid);
-    }
+    const std::map<pid_t, pid_t> worker = announce_threads(2);
+    ASSERT_EQ(worker.size(), 4u);
     for (int pass = 0; pass < 20; ++pass) {
         const Json d = run();
         EXPECT_TRUE(d.contains("skipped")) << d.dump();
