@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -232,6 +233,19 @@ TEST_F(WorkloadTest, PairsThreadsWorkModeReportsMedianRunTime) {
     EXPECT_EQ(j.at("run_seconds").size(), 3u);
     EXPECT_GT(j.at("median_seconds").get<double>(), 0.0);
     EXPECT_TRUE(j.at("data_ok").get<bool>());
+}
+
+TEST_F(WorkloadTest, PairsThreadsPauseSleepsAfterEachSweep) {
+    // 0.5 s with a 100-ms pause after each sweep: 5 or 6 sweeps per thread (the first before any
+    // pause), where the same run without a pause makes thousands.
+    const auto r =
+        run({CDSM_PAIRS_THREADS, "--threads", "4", "--seconds", "0.5", "--pause-ms", "100"});
+    ASSERT_EQ(r.status, 0) << r.err;
+    const std::regex summary(R"(: OK: 4 threads, 1 phase, passes per thread (\d+)\.\.(\d+), )");
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(r.out, m, summary)) << r.out;
+    EXPECT_GE(std::stoi(m[1]), 4) << r.out;
+    EXPECT_LE(std::stoi(m[2]), 6) << r.out;
 }
 
 /// The CPU a task is bound to, from its allowed list (-1 when it may run on several).
@@ -527,6 +541,9 @@ std::vector<BadArgs> bad_args() {
     cases.push_back(BadArgs{CDSM_PAIRS_THREADS, {"--iterations", "5", "--switch-after", "1"}});
     cases.push_back(BadArgs{CDSM_PAIRS_THREADS, {"--truth2", "x"}});
     cases.push_back(BadArgs{CDSM_PAIRS_THREADS, {"--work"}});
+    cases.push_back(BadArgs{CDSM_PAIRS_THREADS, {"--pause-ms", "-1"}});
+    cases.push_back(
+        BadArgs{CDSM_PAIRS_THREADS, {"--work", "--iterations", "1", "--pause-ms", "1"}});
     cases.push_back(BadArgs{CDSM_PAIRS_THREADS, {"--seconds", "0"}});
     cases.push_back(BadArgs{CDSM_PAIRS_THREADS, {"--seconds", "1", "--iterations", "1"}});
     cases.push_back(BadArgs{CDSM_PAIRS_THREADS, {"--start-cpus", "1-0"}});

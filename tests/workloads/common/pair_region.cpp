@@ -45,11 +45,13 @@ void PairRegion::sweep(int side) const {
     }
 }
 
-std::uint64_t PairRegion::sweep_until(int side, const StopRule& stop) const {
+std::uint64_t PairRegion::sweep_until(int side, const StopRule& stop,
+                                      std::chrono::microseconds pause) const {
     std::uint64_t passes = 0;
     while (!stop.done(passes)) {
         sweep(side);
         ++passes;
+        if (pause.count() > 0) std::this_thread::sleep_for(pause);
     }
     return passes;
 }

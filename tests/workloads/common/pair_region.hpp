@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -28,8 +29,10 @@ class PairRegion {
     /// access after it is re-armed by either of them fall in the same 256-byte block.
     void sweep(int side) const;
 
-    /// Sweeps until `stop` says done; returns the number of passes.
-    std::uint64_t sweep_until(int side, const StopRule& stop) const;
+    /// Sweeps until `stop` says done, sleeping `pause` after each pass; returns the number of
+    /// passes.
+    std::uint64_t sweep_until(int side, const StopRule& stop,
+                              std::chrono::microseconds pause = {}) const;
 
     /// Records that `side` made `passes` passes in all and will not touch the data again.
     void publish(int side, std::uint64_t passes) const;

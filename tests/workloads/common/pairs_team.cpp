@@ -2,6 +2,8 @@
 #include "pairs_team.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <exception>
 #include <nlohmann/json.hpp>
@@ -30,12 +32,19 @@ void PairsOptions::add_options(CLI::App& app, bool with_work) {
     app.add_option("--truth2", truth2, "Write the ground truth of the second pairing to FILE")
         ->type_name("FILE")
         ->needs(sw);
+    auto* pause =
+        app.add_option("--pause-ms", pause_ms,
+                       "Sleep MS ms after each sweep of the pair's data: tasks that are mostly "
+                       "idle, so that many of them fit on few CPUs (default 0: never sleep)")
+            ->type_name("MS")
+            ->check(CLI::Range(0.0, 10000.0));
     start.add_options(app);
     if (!with_work) return;
     auto* w = app.add_flag("--work", work,
                            "Compute-and-share mode: each iteration computes on private data, then "
                            "sweeps the pair's data once; reports the median run time");
     w->excludes(sw);
+    w->excludes(pause);
     app.add_option("--private-kib", private_kib, "Work mode: private data per thread, KiB")
         ->check(CLI::Range(std::size_t{4}, std::size_t{1} << 22))
         ->needs(w)
@@ -111,7 +120,8 @@ void PairsTeam::exchange(const Phase& phase, int index, const StopRule& stop) {
     const int lower = std::min(index, partner);
     const PairRegion region(phase.regions[lower].bytes());
     const int side = index == lower ? 0 : 1;
-    const std::uint64_t passes = region.sweep_until(side, stop);
+    const auto pause = std::chrono::microseconds(std::llround(options_.pause_ms * 1000));
+    const std::uint64_t passes = region.sweep_until(side, stop, pause);
     region.publish(side, passes);
     PairTaskResult& slot = slots_[index];
     slot.passes += passes;

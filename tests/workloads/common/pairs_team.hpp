@@ -22,6 +22,7 @@ struct PairsOptions {
     std::size_t data_pages = 4;
     RunLength run;
     double switch_after = 0;  ///< 0: one phase
+    double pause_ms = 0;      ///< sleep after each sweep (not in work mode)
     std::string truth;
     std::string truth2;
     StartPlacement start;
