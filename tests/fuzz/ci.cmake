@@ -21,9 +21,6 @@ set(sanitize_excluded
   # Installs the sanitized static library and links a program without the sanitizers against it:
   # the sanitizer runtime is then missing.
   "^libcdsm\\.install$"
-  # Run cdsm-mpi-ring, whose Open MPI 4.1 leaks at exit in its plugins, which it has already
-  # unloaded (the leak reports name no function that a suppression could match).
-  "MpiRingTest" "cdsm_mpi_ring"
   # Loads the SPANK plugin cdsm.so into Slurm's srun, sbatch and salloc, which have no sanitizer
   # runtime: dlopen fails on its undefined __asan_* and __sancov_* symbols.
   "^slurm\\.options$"
