@@ -232,6 +232,8 @@ TEST_F(WorkloadTest, PairsThreadsWorkModeReportsMedianRunTime) {
     const auto j = nlohmann::json::parse(r.out);
     EXPECT_EQ(j.at("run_seconds").size(), 3u);
     EXPECT_GT(j.at("median_seconds").get<double>(), 0.0);
+    EXPECT_EQ(j.at("cpu_seconds").size(), 3u);
+    EXPECT_GT(j.at("median_cpu_seconds").get<double>(), 0.0);
     EXPECT_TRUE(j.at("data_ok").get<bool>());
 }
 

@@ -74,7 +74,8 @@ class PairsTeam {
     std::vector<int> start_cpus_;
     std::vector<Mapping> private_data_;  ///< work mode: one mapping per member
     PerTaskPages<PairTaskResult> slots_;
-    std::vector<double> run_seconds_;  ///< work mode, written by member 0 only
+    std::vector<double> run_seconds_;      ///< work mode, written by member 0 only
+    std::vector<double> run_cpu_seconds_;  ///< the same: the process's CPU time (all threads)
     std::mutex failure_mutex_;
     std::string failure_;
 };

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "system.hpp"
 
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -62,6 +63,14 @@ void stop_early_on_sigusr1() {
 
 double seconds_since(Clock::time_point start) {
     return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+double process_cpu_seconds() {
+    timespec ts{};
+    if (::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) != 0) {
+        throw_errno("clock_gettime(CLOCK_PROCESS_CPUTIME_ID)");
+    }
+    return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
 }  // namespace cdsm::workloads
