@@ -191,12 +191,13 @@ int PairsTeam::finish(const std::string& program) {
     const std::size_t wrong = totals.wrong_words;
     const bool ok = wrong == 0 && failure_.empty();
     if (options_.work) {
-        std::vector<double> sorted = run_seconds_;
-        std::sort(sorted.begin(), sorted.end());
+        const auto sorted_copy = [](std::vector<double> v) {
+            std::sort(v.begin(), v.end());
+            return v;
+        };
+        const std::vector<double> sorted = sorted_copy(run_seconds_);
         const double median = sorted[sorted.size() / 2];
-        std::vector<double> sorted_cpu = run_cpu_seconds_;
-        std::sort(sorted_cpu.begin(), sorted_cpu.end());
-        const double median_cpu = sorted_cpu[sorted_cpu.size() / 2];
+        const double median_cpu = sorted_copy(run_cpu_seconds_)[run_cpu_seconds_.size() / 2];
         if (options_.json) {
             const nlohmann::json out = {{"threads", options_.tasks},
                                         {"iterations", options_.run.iterations},

@@ -37,8 +37,9 @@ using Clock = std::chrono::steady_clock;
 
 /// Seconds from `start` to now.
 double seconds_since(Clock::time_point start);
-/// CPU time of the whole process (every thread, user and system) so far, in seconds.
-double process_cpu_seconds();
+/// CPU time of the whole process (every thread, user and system) so far, in seconds; NaN if the
+/// clock cannot be read. Does not throw: the pairs team's members call it between barriers.
+double process_cpu_seconds() noexcept;
 
 /// The time `seconds` after `start`.
 inline Clock::time_point after_seconds(Clock::time_point start, double seconds) {
