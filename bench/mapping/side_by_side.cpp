@@ -189,7 +189,7 @@ int main(int argc, char** argv) {
     std::vector<std::string> names =
         split("stencil-2d,stencil-3d,dense-clusters,all-to-all,random-sparse");
     std::vector<std::string> levels = split("2,3,4");
-    std::string cdsmctl = (self_dir().parent_path() / "tools/cdsmctl/cdsmctl").string();
+    std::string cdsmctl = (self_dir().parent_path() / "daemon/cdsmctl/cdsmctl").string();
     std::string gmap = "/usr/bin/scotch_gmap";
     fs::path dir;
     for (int k = 1; k < argc; ++k) {

@@ -4,7 +4,7 @@
 # application runs, cdsmd's migrations of each task, and the whole-run matrix by rank.
 . "$(dirname "${BASH_SOURCE[0]}")/../cdsmd/vm-lib.sh"
 apps=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-ctl=$bin/tools/cdsmctl/cdsmctl
+ctl=$bin/daemon/cdsmctl/cdsmctl
 
 # Loads cdsm.ko and starts cdsmd with its defaults (Scotch, min_gain 5 %, the matrix aged every
 # second and after each migration), except: log level debug, re-arming at APPS_REARM_BP (default

@@ -106,7 +106,7 @@ TEST(Map, LoadsHwlocsXmlReaderOnlyForAnXmlMachineHwlocsOwnRejects) {
         cdsmctl({"map", "--matrix", file, "--topology", kSmall}, {"LD_DEBUG=files"});
     EXPECT_EQ(synthetic.status, 0) << synthetic.err;
     EXPECT_NE(synthetic.err.find("libhwloc.so"), std::string::npos) << synthetic.err;
-#ifdef CDSMCTL_STATIC_LIBSTDCXX  // not in the sanitizer tree (tools/cdsmctl/CMakeLists.txt)
+#ifdef CDSMCTL_STATIC_LIBSTDCXX  // not in the sanitizer tree (daemon/cdsmctl/CMakeLists.txt)
     EXPECT_EQ(synthetic.err.find("libstdc++.so"), std::string::npos) << synthetic.err;
 #endif
     EXPECT_EQ(synthetic.err.find("libscotch"), std::string::npos) << synthetic.err;

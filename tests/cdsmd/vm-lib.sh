@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # Helpers for cdsmd's VM tests (sourced; runs inside tests/vm/run).
 . "$(dirname "${BASH_SOURCE[0]}")/../vm/lib.sh"
-cdsmd=${CDSMD_BINARY:-$bin/tools/cdsmd/cdsmd}
+cdsmd=${CDSMD_BINARY:-$bin/daemon/cdsmd/cdsmd}
 tool=$bin/tests/cdsmd/cdsmd-testtool
 work=$(mktemp -d)
 log=$work/cdsmd.log

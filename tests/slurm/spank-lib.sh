@@ -13,7 +13,7 @@
 . "$(dirname "${BASH_SOURCE[0]}")/../cdsmd/vm-lib.sh"
 . "$(dirname "${BASH_SOURCE[0]}")/lab.sh"
 plugin=$bin/slurm/cdsm.so
-ctl=$bin/tools/cdsmctl/cdsmctl
+ctl=$bin/daemon/cdsmctl/cdsmctl
 
 # On failure, Slurm's view too: the jobs, slurmd's complaints and the plugin's lines, the jobs'
 # processes.
