@@ -9,6 +9,9 @@
  * context: they take only cdsm_lock and allocate only with GFP_NOWAIT (task
  * records come from a spare chunk the worker keeps ready); a failure leaves
  * the task out and is counted.
+ *
+ * Each application's matrices are in cdsm_app_matrix.c, the copies handed to
+ * readers in cdsm_app_snapshot.c; cdsm_app_internal.h is what the three share.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
@@ -31,6 +34,7 @@
 #include <linux/vmalloc.h>
 
 #include "cdsm_app.h"
+#include "cdsm_app_internal.h"
 #include "cdsm_core.h"
 #include "cdsm_netlink.h"
 #include "cdsm_params.h"
@@ -39,82 +43,18 @@
 /* Task records are allocated in chunks of this many. */
 #define CDSM_TASK_CHUNK 64
 
-/* log2 of the entries of an application's table of file homes (768 files, 20 KiB). */
-#define CDSM_HOMES_LOG2 10
-
 /* Bits of a slot's generation in the application key (see cdsm_core.h). */
 #define CDSM_GEN_BITS 10
-
-/**
- * struct cdsm_app - an application: its tasks and its matrix.
- * @ref:		references: its slot, and readers copying it out.
- * @id:			user-visible id, never reused while loaded.
- * @key:		slot | generation << 8 (CDSM_GEN_BITS), in the sharer ids.
- * @slot:		index in the application table.
- * @kind:		enum cdsm_track_kind.
- * @flags:		CDSM_APP_*, under cdsm_lock.
- * @root_pid:		the tracked process, 0 for a cgroup.
- * @uid:		owner: effective uid of the first task when it joined, never
- *			changed; INVALID_UID until a task joined (a cgroup's).
- * @memcg:		memory cgroup of the first task (a reference), or NULL: the
- *			application's memory is charged to it.
- * @cgrp:		the tracked cgroup (a reference), or NULL.
- * @start_ns:		creation time.
- * @end_ns:		when the last task exited, 0 while running.
- * @nr_tasks:		tasks joined, under cdsm_lock.
- * @nr_live:		tasks not exited, under cdsm_lock.
- * @max_tasks:		limit of @nr_tasks, max_tasks when created.
- * @chunks:		@max_tasks / CDSM_TASK_CHUNK pointers to task records.
- * @spare_chunk:	a chunk kept ready for atomic context, refilled by the worker.
- * @comm:		command name of the first task, as its @comm.
- * @mutex:		protects @matrix, @whole and @events (cdsm_app_matrix_lock()).
- * @matrix:		communication events, aged (CDSM_MATRIX_AGED), @matrix.dim >=
- *			@nr_tasks after the worker grew it.
- * @whole:		the same events, never aged (CDSM_MATRIX_WHOLE): the whole
- *			run since tracking began or the last reset; @whole.dim == @matrix.dim.
- * @events:		communication events counted.
- * @rearm_pages:	pages re-armed (re-arming, through cdsm_app_add_rearmed()).
- * @homes:		the home of each shared file, used by the worker only;
- *			@homes.files is NULL until the worker allocated it.
- * @kmem_bytes:		memory of chunks, both matrices and @homes.
- */
-struct cdsm_app {
-	struct kref ref;
-	u32 id;
-	u32 key;
-	u32 slot;
-	u32 kind;
-	u32 flags;
-	pid_t root_pid;
-	kuid_t uid;
-	struct mem_cgroup *memcg;
-	struct cgroup *cgrp;
-	u64 start_ns;
-	u64 end_ns;
-	u32 nr_tasks;
-	u32 nr_live;
-	u32 max_tasks;
-	struct cdsm_task **chunks;
-	struct cdsm_task *spare_chunk;
-	char comm[TASK_COMM_LEN];
-	struct mutex mutex;
-	struct cdsm_matrix matrix;
-	struct cdsm_matrix whole;
-	u64 events;
-	u64 rearm_pages;
-	struct cdsm_homes homes;
-	atomic64_t kmem_bytes;
-};
 
 /* Serialises creation and removal of applications with the worker. */
 static DEFINE_MUTEX(cdsm_apps_mutex);
 /* Protects task membership, the task hash and the application table. */
-static DEFINE_SPINLOCK(cdsm_lock);
+DEFINE_SPINLOCK(cdsm_lock);
 /*
  * The application table; a slot changes under both locks above, and is read
  * with either held, or locklessly by the worker (which holds the mutex).
  */
-static struct cdsm_app *cdsm_apps[CDSM_MAX_APPS];
+struct cdsm_app *cdsm_apps[CDSM_MAX_APPS];
 atomic_t cdsm_nr_live_tasks;
 atomic_t cdsm_nr_apps;
 
@@ -229,7 +169,7 @@ struct cdsm_task *cdsm_task_lookup(struct task_struct *p)
 }
 
 /* The task record at @index, below @app->nr_tasks. */
-static struct cdsm_task *cdsm_app_task(struct cdsm_app *app, u32 index)
+struct cdsm_task *cdsm_app_task(struct cdsm_app *app, u32 index)
 {
 	return &app->chunks[index / CDSM_TASK_CHUNK][index % CDSM_TASK_CHUNK];
 }
@@ -353,24 +293,6 @@ void cdsm_task_refresh(struct cdsm_app *app, struct cdsm_task *t)
 	t->euid = task_euid(t->task);
 	if (!t->index)
 		memcpy(app->comm, t->comm, sizeof(app->comm));
-}
-
-/**
- * cdsm_app_readable() - the one rule for reading an application: the reader
- * has CAP_SYS_ADMIN in the initial user namespace (@admin), or its effective
- * uid is the application's owner, the effective uid of its first task when
- * that task joined. An application no task joined yet (a cgroup's) has no
- * owner: only admins read it. Later tasks, of any user, change nothing.
- * @app:	the application.
- * @euid:	the reader's effective uid (the opener's, see cdsm_dev.c).
- * @admin:	the reader is an admin.
- *
- * Context: cdsm_lock held (@app->uid is set under it).
- * Return: true if the reader may read @app.
- */
-static bool cdsm_app_readable(const struct cdsm_app *app, kuid_t euid, bool admin)
-{
-	return admin || (uid_valid(app->uid) && uid_eq(app->uid, euid));
 }
 
 /* Marks @app ended. Context: cdsm_lock held. */
@@ -947,136 +869,6 @@ bool cdsm_app_expired(const struct cdsm_app *app, u64 now_ns)
 	       now_ns - app->end_ns > (u64)retention_s * NSEC_PER_SEC;
 }
 
-/*
- * Allocates @size bytes, zeroed, for @app, charged to the memory cgroup of its
- * first task. Context: process context (the worker). A failure is counted.
- */
-static void *cdsm_app_zalloc(struct cdsm_app *app, size_t size)
-{
-	struct mem_cgroup *old_memcg = set_active_memcg(READ_ONCE(app->memcg));
-	void *mem = kvzalloc(size, GFP_KERNEL | __GFP_NOWARN | __GFP_ACCOUNT);
-
-	set_active_memcg(old_memcg);
-	if (!mem)
-		cdsm_stat_add(CDSM_STAT_ALLOC_FAILURES, 1);
-	return mem;
-}
-
-/**
- * cdsm_app_grow() - grow an application's matrices for the tasks that joined
- * (up to max_tasks), before the records that need the new rows are applied;
- * allocate its table of file homes the first time.
- * @app:	the application.
- *
- * Context: cdsm_apps_lock() held (the worker); allocates with GFP_KERNEL,
- * charged to the memory cgroup of the application's first task; takes the
- * matrix lock. A failure is counted and leaves both matrices as they were (or
- * the application without homes: all pairs count in its shared files).
- */
-void cdsm_app_grow(struct cdsm_app *app)
-{
-	u32 nr_tasks = READ_ONCE(app->nr_tasks);
-	struct cdsm_matrix m, w;
-	u32 *old, *old_whole;
-	void *homes;
-
-	if (!app->homes.files && nr_tasks) {
-		homes = cdsm_app_zalloc(app, cdsm_homes_mem_sz(CDSM_HOMES_LOG2));
-		if (homes) {
-			cdsm_homes_init(&app->homes, homes, CDSM_HOMES_LOG2);
-			atomic64_add(cdsm_homes_mem_sz(CDSM_HOMES_LOG2), &app->kmem_bytes);
-		}
-	}
-	if (nr_tasks <= app->matrix.dim || app->matrix.dim >= app->max_tasks)
-		return;
-	m.dim = cdsm_matrix_dim_for(nr_tasks, CDSM_MIN_MATRIX_DIM, app->max_tasks);
-	w.dim = m.dim;
-	m.cells = cdsm_app_zalloc(app, cdsm_matrix_mem_sz(m.dim));
-	w.cells = m.cells ? cdsm_app_zalloc(app, cdsm_matrix_mem_sz(w.dim)) : NULL;
-	if (!w.cells) {
-		kvfree(m.cells);
-		return;
-	}
-	mutex_lock(&app->mutex);
-	old = app->matrix.cells;
-	old_whole = app->whole.cells;
-	if (old) {
-		cdsm_matrix_copy(&m, &app->matrix);
-		cdsm_matrix_copy(&w, &app->whole);
-	}
-	atomic64_add(2 * (cdsm_matrix_mem_sz(m.dim) - cdsm_matrix_mem_sz(app->matrix.dim)),
-		     &app->kmem_bytes);
-	app->matrix = m;
-	app->whole = w;
-	mutex_unlock(&app->mutex);
-	kvfree(old);
-	kvfree(old_whole);
-}
-
-/**
- * cdsm_app_matrix_lock() - lock an application's matrix and event count, for
- * a run of cdsm_app_count() calls.
- * @app:	the application.
- *
- * Context: process context; sleeps (a mutex). Never held while yielding:
- * readers of the matrix wait for it.
- */
-void cdsm_app_matrix_lock(struct cdsm_app *app)
-	__acquires(&app->mutex)
-{
-	mutex_lock(&app->mutex);
-}
-
-/**
- * cdsm_app_matrix_unlock() - release cdsm_app_matrix_lock().
- * @app:	the application.
- *
- * Context: cdsm_app_matrix_lock() held.
- */
-void cdsm_app_matrix_unlock(struct cdsm_app *app)
-	__releases(&app->mutex)
-{
-	mutex_unlock(&app->mutex);
-}
-
-/**
- * cdsm_app_count() - count one communication event between two tasks, in the
- * aged matrix and in the whole-run matrix.
- * @app:	the application.
- * @a:		a task index.
- * @b:		another task index.
- *
- * Context: cdsm_app_matrix_lock() held.
- * Return: false if a task is beyond the matrix (not grown yet, or beyond
- * max_tasks): the event is not counted.
- */
-bool cdsm_app_count(struct cdsm_app *app, u32 a, u32 b)
-{
-	if (!cdsm_matrix_add_pair(&app->matrix, a, b))
-		return false;
-	/* Same dimension, grown together: cannot fail where the first did not. */
-	cdsm_matrix_add_pair(&app->whole, a, b);
-	app->events++;
-	return true;
-}
-
-/**
- * cdsm_app_file_home() - the home of a shared file of an application: the
- * task that faulted on it first (cdsm_homes_get()).
- * @app:	the application.
- * @file:	the file's id (cdsm_fault_rec.file), not 0.
- * @sharer:	the faulting task, which becomes the home of a new file.
- * @time_ns:	when it faulted (cdsm_fault_rec.file_ns).
- *
- * Context: the worker (the only user of the table).
- * Return: the home's sharer id, or 0 when the file has none (no table, or
- * the table is full).
- */
-u32 cdsm_app_file_home(struct cdsm_app *app, u64 file, u32 sharer, u64 time_ns)
-{
-	return app->homes.files ? cdsm_homes_get(&app->homes, file, sharer, time_ns) : 0;
-}
-
 /**
  * cdsm_app_nr_tasks() - tasks that joined an application so far (it only
  * grows, and records never move).
@@ -1165,198 +957,6 @@ struct mm_struct *cdsm_sharer_mm(u32 sharer)
 void cdsm_app_add_rearmed(struct cdsm_app *app, unsigned long pages)
 {
 	app->rearm_pages += pages;
-}
-
-/**
- * cdsm_app_get_readable() - find an application a reader may read
- * (cdsm_app_readable()) and take a reference.
- * @id:		its id.
- * @euid:	the reader's effective uid.
- * @admin:	the reader is an admin.
- *
- * Context: process context; takes cdsm_tasks_lock().
- * Return: the application (release it with cdsm_app_put()), or NULL whether
- * it does not exist or the reader may not read it.
- */
-struct cdsm_app *cdsm_app_get_readable(u32 id, kuid_t euid, bool admin)
-{
-	struct cdsm_app *app = cdsm_app_get(id);
-	bool readable;
-
-	if (!app)
-		return NULL;
-	spin_lock(&cdsm_lock);
-	readable = cdsm_app_readable(app, euid, admin);
-	spin_unlock(&cdsm_lock);
-	if (!readable) {
-		cdsm_app_put(app);
-		return NULL;
-	}
-	return app;
-}
-
-/* A snapshot of @app for user space. Context: cdsm_lock held. */
-static void cdsm_app_fill_info(const struct cdsm_app *app, struct cdsm_app_info *info,
-			       struct user_namespace *ns)
-{
-	info->app_id = app->id;
-	info->kind = app->kind;
-	info->flags = app->flags;
-	info->nr_tasks = app->nr_tasks;
-	info->nr_live_tasks = app->nr_live;
-	info->matrix_dim = app->matrix.dim;
-	info->root_pid = app->root_pid;
-	/* No owner yet (a cgroup's before its first task): (u32)-1. */
-	info->uid = uid_valid(app->uid) ? from_kuid_munged(ns, app->uid) : (u32)-1;
-	info->start_ns = app->start_ns;
-	info->end_ns = app->end_ns;
-	info->events = app->events;
-	info->rearm_pages = app->rearm_pages;
-	info->kmem_bytes = atomic64_read(&app->kmem_bytes);
-	memcpy(info->comm, app->comm, sizeof(info->comm));
-}
-
-/**
- * cdsm_apps_list() - a snapshot of every application a reader may read.
- * @infos:	CDSM_MAX_APPS zeroed entries.
- * @euid:	the reader's effective uid.
- * @admin:	the reader is an admin.
- * @ns:		the user namespace uids are shown in.
- *
- * Context: process context; takes cdsm_tasks_lock().
- * Return: entries filled.
- */
-u32 cdsm_apps_list(struct cdsm_app_info *infos, kuid_t euid, bool admin,
-		   struct user_namespace *ns)
-{
-	u32 n = 0;
-	int slot;
-
-	spin_lock(&cdsm_lock);
-	for (slot = 0; slot < CDSM_MAX_APPS; slot++)
-		if (cdsm_apps[slot] && cdsm_app_readable(cdsm_apps[slot], euid, admin))
-			cdsm_app_fill_info(cdsm_apps[slot], &infos[n++], ns);
-	spin_unlock(&cdsm_lock);
-	return n;
-}
-
-/**
- * cdsm_apps_count() - totals over the table.
- * @apps:	out: applications.
- * @tasks:	out: tasks that joined them.
- * @kmem_bytes:	in: memory counted so far; out: plus the applications'.
- *
- * Context: process context; takes cdsm_tasks_lock().
- */
-void cdsm_apps_count(u64 *apps, u64 *tasks, u64 *kmem_bytes)
-{
-	int slot;
-
-	spin_lock(&cdsm_lock);
-	for (slot = 0; slot < CDSM_MAX_APPS; slot++) {
-		if (!cdsm_apps[slot])
-			continue;
-		(*apps)++;
-		*tasks += cdsm_apps[slot]->nr_tasks;
-		*kmem_bytes += atomic64_read(&cdsm_apps[slot]->kmem_bytes);
-	}
-	spin_unlock(&cdsm_lock);
-}
-
-/**
- * cdsm_app_snapshot_tasks() - a snapshot of an application's first task
- * records, live ones refreshed (cdsm_task_refresh()).
- * @app:	the application.
- * @infos:	@n zeroed entries.
- * @n:		records to fill, at most min(cdsm_app_nr_tasks(), @capacity)
- *		read before.
- * @capacity:	the caller's buffer, in entries.
- *
- * Context: process context; takes cdsm_tasks_lock().
- * Return: the count to report: @n, or the number of tasks if it exceeds
- * @capacity (asking for a larger buffer). Tasks that joined since @n was read
- * are left out when they fit: a count above the @n records written made
- * callers read unwritten entries (tid 0) during a fork storm.
- */
-u32 cdsm_app_snapshot_tasks(struct cdsm_app *app, struct cdsm_task_info *infos, u32 n,
-			    u32 capacity)
-{
-	u32 i, count;
-
-	spin_lock(&cdsm_lock);
-	count = app->nr_tasks > capacity ? app->nr_tasks : n;
-	for (i = 0; i < n; i++) {
-		struct cdsm_task *t = cdsm_app_task(app, i);
-
-		if (!(t->flags & CDSM_TASK_EXITED))
-			cdsm_task_refresh(app, t);
-		infos[i].tid = t->tid;
-		infos[i].tgid = t->tgid;
-		infos[i].index = t->index;
-		infos[i].flags = t->flags & CDSM_TASK_EXITED;
-		infos[i].arrival_ns = t->arrival_ns;
-		memcpy(infos[i].comm, t->comm, sizeof(infos[i].comm));
-	}
-	spin_unlock(&cdsm_lock);
-	return count;
-}
-
-/**
- * cdsm_app_snapshot_matrix() - a copy of one of an application's matrices.
- * @app:	the application.
- * @whole:	the whole-run matrix instead of the aged one.
- * @cells:	@dim * @dim zeroed cells, row-major.
- * @dim:	tasks to copy (rows beyond the matrix stay zero).
- * @events:	out: events counted.
- * @snapshot_ns: out: when the copy was taken (CLOCK_BOOTTIME).
- *
- * Context: process context; takes the matrix lock (sleeps).
- */
-void cdsm_app_snapshot_matrix(struct cdsm_app *app, bool whole, u32 *cells, u32 dim,
-			      u64 *events, u64 *snapshot_ns)
-{
-	const struct cdsm_matrix *m = whole ? &app->whole : &app->matrix;
-	u32 rows, i;
-
-	mutex_lock(&app->mutex);
-	rows = min(dim, m->dim);
-	for (i = 0; i < rows; i++)
-		memcpy(cells + (size_t)i * dim, m->cells + (size_t)i * m->dim,
-		       rows * sizeof(u32));
-	*events = app->events;
-	*snapshot_ns = ktime_get_boottime_ns();
-	mutex_unlock(&app->mutex);
-}
-
-/**
- * cdsm_app_age() - age an application's matrix (cdsm_matrix_age()); the
- * whole-run matrix is never aged.
- * @app:	the application.
- *
- * Context: process context; takes the matrix lock (sleeps).
- */
-void cdsm_app_age(struct cdsm_app *app)
-{
-	mutex_lock(&app->mutex);
-	cdsm_matrix_age(&app->matrix);
-	mutex_unlock(&app->mutex);
-}
-
-/**
- * cdsm_app_reset() - clear an application's matrices and event count.
- * @app:	the application.
- *
- * Context: process context; takes the matrix lock (sleeps).
- */
-void cdsm_app_reset(struct cdsm_app *app)
-{
-	mutex_lock(&app->mutex);
-	if (app->matrix.cells) {
-		memset(app->matrix.cells, 0, cdsm_matrix_mem_sz(app->matrix.dim));
-		memset(app->whole.cells, 0, cdsm_matrix_mem_sz(app->whole.dim));
-	}
-	app->events = 0;
-	mutex_unlock(&app->mutex);
 }
 
 /**
