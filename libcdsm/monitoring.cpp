@@ -171,13 +171,17 @@ std::vector<fs::path> monitoring_files(const fs::path& path) {
     if (!fs::is_directory(dir, ec))
         throw Error(path.string(),
                     "no such directory (give the directory of the monitoring files, or the "
-                    "prefix passed to --mca pml_monitoring_filename)");
+                    "prefix given to --mca pml_monitoring_filename)");
     std::map<std::string, std::map<std::uint32_t, fs::path>> by_prefix;
     for (const auto& entry : fs::directory_iterator(dir)) {
         const auto split = split_name(entry.path().filename().string());
         if (!split || (!wanted.empty() && split->first != wanted)) continue;
         by_prefix[split->first].emplace(split->second, entry.path());
     }
+    if (by_prefix.empty() && !is_dir && !fs::exists(path, ec))
+        throw Error(path.string(), "neither a directory nor the prefix of monitoring files (no " +
+                                       path.filename().string() + ".<rank>.prof in " +
+                                       dir.string() + ")");
     if (by_prefix.empty())
         throw Error(path.string(),
                     "no monitoring files (PREFIX.<rank>.prof): was the job run with --mca "

@@ -14,6 +14,7 @@
 #include "cdsm/topology_json.hpp"
 #include "cdsm/version.hpp"
 #include "client.hpp"
+#include "cluster_map.hpp"
 #include "commands.hpp"
 #include "output.hpp"
 
@@ -40,6 +41,7 @@ struct Options {
     RunOptions run;
     TrackOptions track;
     std::string topology;
+    ClusterMapOptions cluster;
 };
 
 void add_show(CLI::App& app, Options& o) {
@@ -168,6 +170,7 @@ CLI::App* subcommand(CLI::App& app) {
 int dispatch(CLI::App& app, Options& o) {
     const std::string name = subcommand(app)->get_name();
     std::ostream& out = std::cout;
+    if (name == "cluster-map") return cluster_map(o.cluster, out);
     CdsmdClient client(o.socket);
     if (name == "list") return list_apps(client, o.json, out);
     if (name == "tasks") return show_tasks(client, o.app, o.json, out);
@@ -233,8 +236,8 @@ int main(int argc, char** argv) {
     // every one when none is named, for help, or when the name is no subcommand's.
     const std::size_t at = subcommand_index(args);
     const std::string_view named = at < args.size() ? args[at] : "";
-    constexpr std::string_view kNames[] = {"list",  "tasks",   "show",  "map",     "run",
-                                           "track", "untrack", "stats", "topology"};
+    constexpr std::string_view kNames[] = {"list",  "tasks",   "show",  "map",      "run",
+                                           "track", "untrack", "stats", "topology", "cluster-map"};
     const bool all = std::find(std::begin(kNames), std::end(kNames), named) == std::end(kNames);
     const auto wanted = [&](std::initializer_list<std::string_view> names) {
         return all || std::find(names.begin(), names.end(), named) != names.end();
@@ -270,6 +273,7 @@ int main(int argc, char** argv) {
         topology->add_flag("--json", o.json,
                            "Print JSON (stable fields: /usr/share/doc/cdsm/cdsmctl-json.md)");
     }
+    if (wanted({"cluster-map"})) add_cluster_map(app, o.cluster);
     app.footer(kFooter);  // after the subcommands, which would inherit it
 
     try {
