@@ -27,8 +27,7 @@ Offline, without a kernel or a daemon:
   cdsmctl map --matrix m.json --topology machine.xml --json
   cdsmctl show --matrix m.csv --png m.png
   cdsmctl topology --topology machine.xml
-  cdsmctl cluster-map --monitoring mon/ --nodes 'n[1-4]' --node-topology node.xml \
-          --hostfile hosts --rankfile ranks
+  cdsmctl cluster-map --monitoring mon/ --nodes 'n[1-4]' --node-topology node.xml --hostfile h
 Through cdsmd (socket: --socket, $CDSM_SOCKET, or /run/cdsm/cdsmd.sock):
   cdsmctl run --name lulesh -- mpirun -np 8 ./lulesh
   cdsmctl show lulesh --by rank

@@ -114,13 +114,13 @@ void add_cluster_map(CLI::App& app, ClusterMapOptions& o) {
         ->check(CLI::IsMember({"text", "json"}))
         ->capture_default_str();
     cmd->footer(
-        "\nExample:\n  mpirun --mca pml_monitoring_enable 2 --mca pml_monitoring_enable_output 3 "
-        "\\\n"
-        "         --mca pml_monitoring_filename mon/prof ./app\n"
-        "  cdsmctl cluster-map --monitoring mon --nodes 'n[1-4]' --node-topology node.xml \\\n"
-        "         --current cyclic --hostfile hosts --rankfile ranks\n"
+        "\nExample: a run with Open MPI's monitoring, the placement, the next run:\n"
+        "  mpirun --mca pml_monitoring_enable 2 --mca pml_monitoring_enable_output 3 --mca "
+        "pml_monitoring_filename mon/prof ./app\n"
+        "  cdsmctl cluster-map --monitoring mon --nodes 'n[1-4]' --node-topology node.xml "
+        "--current cyclic --hostfile hosts\n"
         "  SLURM_HOSTFILE=hosts srun --distribution=arbitrary -n 64 ./app\n"
-        "See docs/cluster.md for the model and its limits.\n");
+        "The model and its limits: docs/cluster.md.\n");
 }
 
 int cluster_map(const ClusterMapOptions& o, std::ostream& out) {
