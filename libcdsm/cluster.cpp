@@ -6,6 +6,7 @@
 #include <map>
 
 #include "cdsm/error.hpp"
+#include "text_lines.hpp"
 
 namespace cdsm {
 namespace {
@@ -106,19 +107,15 @@ ClusterPlacement hostfile_placement(std::string_view text, std::string_view name
                                     const Cluster& cluster) {
     std::vector<std::uint32_t> node_of;
     std::vector<std::size_t> load(cluster.network().node_count(), 0);
-    std::size_t number = 0;
-    while (!text.empty()) {
-        const std::size_t eol = text.find('\n');
-        std::string_view line = text.substr(0, eol);
-        text.remove_prefix(eol == std::string_view::npos ? text.size() : eol + 1);
-        ++number;
+    detail::TextLines lines(text);
+    for (std::string_view line; lines.next(line);) {
         line = line.substr(0, line.find('#'));
         while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back())))
             line.remove_suffix(1);
         while (!line.empty() && std::isspace(static_cast<unsigned char>(line.front())))
             line.remove_prefix(1);
         if (line.empty()) continue;
-        const std::string where = std::string(name) + ":" + std::to_string(number);
+        const std::string where = std::string(name) + ":" + std::to_string(lines.number());
         const std::size_t node = cluster.network().find(line);
         if (node == cluster.network().node_count())
             throw Error(where, "'" + std::string(line) + "' is not one of the job's nodes");

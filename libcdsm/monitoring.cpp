@@ -12,6 +12,7 @@
 
 #include "cdsm/error.hpp"
 #include "cdsm/fd.hpp"
+#include "text_lines.hpp"
 
 namespace cdsm {
 namespace {
@@ -111,13 +112,9 @@ void parse_monitoring_file(std::string_view text, std::string_view name, std::ui
                            std::size_t ranks, const MonitoringOptions& options,
                            std::vector<Flow>& flows) {
     Section section = Section::kNone;
-    std::size_t number = 0;
-    while (!text.empty()) {
-        const std::size_t eol = text.find('\n');
-        std::string_view line = text.substr(0, eol);
-        text.remove_prefix(eol == std::string_view::npos ? text.size() : eol + 1);
-        ++number;
-        if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    detail::TextLines lines(text);
+    for (std::string_view line; lines.next(line);) {
+        const std::size_t number = lines.number();
         if (line.empty()) continue;
         if (line.front() == '#') {
             if (line == "# POINT TO POINT")

@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "cdsm/error.hpp"
+#include "text_lines.hpp"
 
 namespace cdsm {
 namespace {
@@ -174,14 +175,10 @@ Network Network::from_topology_conf(std::string_view text, std::string_view name
         }
         return it->second;
     };
-    std::size_t number = 0;
-    while (!text.empty()) {
-        const std::size_t eol = text.find('\n');
-        std::string_view line = text.substr(0, eol);
-        text.remove_prefix(eol == std::string_view::npos ? text.size() : eol + 1);
-        ++number;
+    detail::TextLines lines(text);
+    for (std::string_view line; lines.next(line);) {
         line = line.substr(0, line.find('#'));
-        const std::string where = std::string(name) + ":" + std::to_string(number);
+        const std::string where = std::string(name) + ":" + std::to_string(lines.number());
         std::string sw, below_nodes, below_switches;
         std::size_t k = 0;
         while (k < line.size()) {
