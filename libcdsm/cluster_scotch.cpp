@@ -256,6 +256,79 @@ void fit_to_cores(std::vector<std::uint32_t>& node_of, const PairGraph& g, const
     }
 }
 
+// Swaps of two ranks between nodes, or moves to a node with room, that lower the inter-node
+// cost, sweep after sweep while one does (at most `sweeps`): Scotch's bipartitions can cut a
+// ring twice where once would do, most of all beside the idle vertices pinned on a padded tree
+// (3 + 2 nodes under two switches: a ring cut 7 times; 6 after the swaps, where 5 is best).
+constexpr std::size_t kRefineMaxRanks = 1024;
+
+void refine_nodes(std::vector<std::uint32_t>& node_of, const PairGraph& g, const Cluster& cluster,
+                  int sweeps) {
+    const Network& net = cluster.network();
+    const std::size_t slots = cluster.cores_per_node();
+    constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
+    const auto dist = [&](std::uint32_t a, std::uint32_t b) -> double {
+        return a == b ? 0.0 : cluster.model().switch_cost(net.common_level(a, b));
+    };
+    std::vector<std::vector<std::uint32_t>> members(net.node_count());
+    for (std::size_t r = 0; r < node_of.size(); ++r)
+        members[node_of[r]].push_back(static_cast<std::uint32_t>(r));
+    // What moving r to `to` saves on its edges, the one to `partner` (its swap) left out.
+    const auto move_gain = [&](std::uint32_t r, std::uint32_t to, std::uint32_t partner) {
+        double gain = 0;
+        const std::uint32_t from = node_of[r];
+        for (std::size_t k = g.offsets[r]; k < g.offsets[r + 1]; ++k) {
+            const std::uint32_t x = g.neighbours[k];
+            if (x == partner) continue;
+            gain +=
+                static_cast<double>(g.weights[k]) * (dist(from, node_of[x]) - dist(to, node_of[x]));
+        }
+        return gain;
+    };
+    for (int sweep = 0; sweep < sweeps; ++sweep) {
+        bool improved = false;
+        for (std::uint32_t r = 0; r < node_of.size(); ++r) {
+            const std::uint32_t from = node_of[r];
+            double best = 0;
+            std::uint32_t best_to = kNone, best_swap = kNone;
+            std::vector<std::uint32_t> tried;
+            for (std::size_t k = g.offsets[r]; k < g.offsets[r + 1]; ++k) {
+                const std::uint32_t to = node_of[g.neighbours[k]];
+                if (to == from || std::find(tried.begin(), tried.end(), to) != tried.end())
+                    continue;
+                tried.push_back(to);
+                if (members[to].size() < slots) {
+                    const double gain = move_gain(r, to, kNone);
+                    if (gain > best) {
+                        best = gain;
+                        best_to = to;
+                        best_swap = kNone;
+                    }
+                }
+                for (const std::uint32_t other : members[to]) {
+                    const double gain = move_gain(r, to, other) + move_gain(other, from, r);
+                    if (gain > best) {
+                        best = gain;
+                        best_to = to;
+                        best_swap = other;
+                    }
+                }
+            }
+            if (best_to == kNone) continue;
+            const auto relocate = [&](std::uint32_t rank, std::uint32_t to) {
+                auto& list = members[node_of[rank]];
+                list.erase(std::find(list.begin(), list.end(), rank));
+                members[to].push_back(rank);
+                node_of[rank] = to;
+            };
+            if (best_swap != kNone) relocate(best_swap, from);
+            relocate(r, best_to);
+            improved = true;
+        }
+        if (!improved) return;
+    }
+}
+
 // The inter-node part of the mapping cost: what choosing nodes decides.
 double inter_node_cost(const PairGraph& g, const std::vector<std::uint32_t>& node_of,
                        const Cluster& cluster) {
@@ -284,6 +357,9 @@ ClusterPlacement map_cluster(const RankTraffic& traffic, const Cluster& cluster,
     if (nodes > 1) {
         node_of = scotch_nodes(g, ranks, cluster);
         fit_to_cores(node_of, g, cluster);
+        // Small jobs only: at 4,096 ranks (a stencil, 256 nodes) the swaps took 0.3-0.4 s
+        // and found nothing better than Scotch's.
+        if (ranks <= kRefineMaxRanks) refine_nodes(node_of, g, cluster, 8);
         // Scotch can lose to a plain placement (DESIGN §4): the current one, then block.
         double best = inter_node_cost(g, node_of, cluster);
         for (const ClusterPlacement* other : {current, &block}) {
