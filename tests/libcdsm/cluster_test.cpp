@@ -142,13 +142,35 @@ cdsm::RankTraffic pairs_traffic(std::size_t ranks,
     return cdsm::RankTraffic::from_flows(ranks, flows);
 }
 
-cdsm::RankTraffic shuffled_ring() {
-    // Ring order of the ranks: a fixed shuffle of 0..15.
-    const std::vector<std::uint32_t> order{5, 12, 0, 9, 14, 3, 7, 10, 1, 15, 6, 11, 2, 8, 13, 4};
+// A ring through the ranks in this order.
+cdsm::RankTraffic ring_of(const std::vector<std::uint32_t>& order) {
     std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs;
     for (std::size_t k = 0; k < order.size(); ++k)
         pairs.emplace_back(order[k], order[(k + 1) % order.size()]);
-    return pairs_traffic(16, pairs);
+    return pairs_traffic(order.size(), pairs);
+}
+
+cdsm::RankTraffic shuffled_ring() {
+    return ring_of({5, 12, 0, 9, 14, 3, 7, 10, 1, 15, 6, 11, 2, 8, 13, 4});
+}
+
+// Nodes of 4 cores under two leaf switches (hostlists `a` and `b`) below a top switch.
+cdsm::Cluster two_switches(const std::string& a, const std::string& b, const std::string& all) {
+    const auto net = cdsm::Network::from_topology_conf(
+        "SwitchName=a Nodes=" + a + "\nSwitchName=b Nodes=" + b + "\nSwitchName=t Switches=a,b\n",
+        "t", cdsm::expand_hostlist(all));
+    return cdsm::Cluster(net, cdsm::Topology::from_synthetic("pack:2 core:2 pu:2"));
+}
+
+// The mapping cost of the flows between nodes (each 1000 bytes).
+double network_cost(const cdsm::RankTraffic& traffic, const cdsm::Cluster& cluster,
+                    const cdsm::ClusterPlacement& placement) {
+    double cost = 0;
+    for (const Flow& f : traffic.flows()) {
+        const auto a = placement[f.src], b = placement[f.dst];
+        if (a.node != b.node) cost += 1000.0 * cluster.distance(a, b);
+    }
+    return cost;
 }
 
 cdsm::RankTraffic stencil_4x4() {
@@ -200,40 +222,26 @@ TEST(ClusterMap, Stencil2d) {
 
 TEST(ClusterMap, TwoLevelNetworkKeepsPartnersUnderOneSwitch) {
     // 4 nodes of 4 cores, 2 per leaf switch; a ring of 16 in rank order placed cyclic.
-    const auto net = cdsm::Network::from_topology_conf(
-        "SwitchName=a Nodes=n[1-2]\nSwitchName=b Nodes=n[3-4]\nSwitchName=t Switches=a,b\n", "t",
-        cdsm::expand_hostlist("n[1-4]"));
-    const cdsm::Cluster cluster(net, cdsm::Topology::from_synthetic("pack:2 core:2 pu:2"));
-    std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs;
-    for (std::uint32_t r = 0; r < 16; ++r) pairs.emplace_back(r, (r + 1) % 16);
-    const auto ring = pairs_traffic(16, pairs);
+    const cdsm::Cluster cluster = two_switches("n[1-2]", "n[3-4]", "n[1-4]");
+    std::vector<std::uint32_t> order(16);
+    std::iota(order.begin(), order.end(), 0u);
+    const auto ring = ring_of(order);
     const auto placement = cdsm::map_cluster(ring, cluster);
     const auto after = cdsm::evaluate(ring, cluster, placement);
     EXPECT_EQ(after.inter_node_bytes, 8000u);
     // Of the 4 links between nodes, only 2 cross the top switch: cost 2 x 2 x 1000 x 25 under a
     // leaf switch + 2 x 2 x 1000 x 30 above; within nodes, each of the 3 inner links of a node is
     // between cores of one package (3) or two (10).
-    double network = 0;
-    for (const Flow& f : ring.flows()) {
-        const auto a = placement[f.src], b = placement[f.dst];
-        if (a.node != b.node) network += 1000.0 * cluster.distance(a, b);
-    }
-    EXPECT_EQ(network, 2 * 2 * 1000 * 25 + 2 * 2 * 1000 * 30);
+    EXPECT_EQ(network_cost(ring, cluster, placement), 2 * 2 * 1000 * 25 + 2 * 2 * 1000 * 30);
 }
 
 TEST(ClusterMap, IrregularTreeLeavesNoRankOnAMissingNode) {
     // 3 nodes under one leaf switch, 2 under the other: the tree target pads the second with a
     // phantom node, which must get no rank. A ring of 20 ranks on 5 nodes of 4 cores.
-    const auto net = cdsm::Network::from_topology_conf(
-        "SwitchName=a Nodes=n[1-3]\nSwitchName=b Nodes=n[4-5]\nSwitchName=t Switches=a,b\n", "t",
-        cdsm::expand_hostlist("n[1-5]"));
-    const cdsm::Cluster cluster(net, cdsm::Topology::from_synthetic("pack:2 core:2 pu:2"));
-    std::vector<std::pair<std::uint32_t, std::uint32_t>> pairs;
+    const cdsm::Cluster cluster = two_switches("n[1-3]", "n[4-5]", "n[1-5]");
     const std::vector<std::uint32_t> order{3,  17, 8, 12, 0,  19, 5,  14, 1,  10,
                                            16, 7,  2, 18, 11, 4,  13, 9,  15, 6};
-    for (std::size_t k = 0; k < order.size(); ++k)
-        pairs.emplace_back(order[k], order[(k + 1) % order.size()]);
-    const auto ring = pairs_traffic(20, pairs);
+    const auto ring = ring_of(order);
     const auto placement = cdsm::map_cluster(ring, cluster);
     std::vector<int> load(5, 0);
     for (const auto& s : placement) ++load.at(s.node);
