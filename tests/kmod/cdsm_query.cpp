@@ -22,6 +22,10 @@
 //       (an MPI program's matrix also holds mpirun and the ranks' runtime helper threads);
 //       with --age, age the matrix N times once TRUTH appears; @FILE: wait for FILE to hold the
 //       application id (so that the check can start before the workload)
+//   cdsm-query detect-time APP|@FILE TRUTH [--window S] [--every S] [--among-truth]
+//       time to detection: the time after TRUTH's writing from which every truth task's
+//       largest partner (aged matrix) stayed a true partner until S seconds (default 6), and
+//       the events of each true pair then (bench/kmod/detect)
 //   cdsm-query misuse [--unprivileged]         ioctl misuse must fail cleanly
 //   cdsm-query rate APP PID [--seconds S] [--tolerance T]
 //       pages re-armed in APP over S seconds vs rearm_rate_bp of PID's resident pages,
@@ -232,6 +236,60 @@ int cmd_check(const Device& dev, const std::string& app_spec, const std::string&
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
+}
+
+// The events of each true pair (a truth task and a partner of higher tid), in the truth's order.
+std::vector<unsigned long long> true_pair_events(const Device& dev, uint32_t app,
+                                                 const std::map<pid_t, std::set<pid_t>>& truth) {
+    auto tasks = dev.tasks(app);
+    const auto snapshot = dev.matrix(app, cdsm::kernel::MatrixView::aged);
+    std::map<pid_t, uint32_t> index;
+    for (const auto& t : tasks) index.emplace(t.tid, t.index);
+    std::vector<unsigned long long> events;
+    for (const auto& [tid, partners] : truth)
+        for (pid_t partner : partners) {
+            if (partner <= tid) continue;
+            auto a = index.find(tid), b = index.find(partner);
+            bool in = a != index.end() && b != index.end() && a->second < snapshot.matrix.size() &&
+                      b->second < snapshot.matrix.size();
+            events.push_back(in ? snapshot.matrix.at(a->second, b->second) : 0);
+        }
+    return events;
+}
+
+// Time to detection: polls the aged matrix every `every` seconds until `window` seconds after
+// TRUTH was written and prints the time (from TRUTH's mtime) of the first poll from which every
+// truth task's largest partner was a true partner at every later poll, with each true pair's
+// events then; "never" if the last poll did not have them all. Exit 0 found, 1 never.
+int cmd_detect_time(const Device& dev, const std::string& app_spec, const std::string& file,
+                    double window, double every, bool among_truth) {
+    uint32_t app = app_arg(app_spec);
+    auto written = wait_truth(file);
+    auto truth = read_truth(file);
+    double since = -1, last = 0;
+    std::vector<unsigned long long> events_then;
+    unsigned polls = 0;
+    for (;;) {
+        double age =
+            std::chrono::duration<double>(std::chrono::system_clock::now() - written).count();
+        bool all =
+            check_once(dev, app, truth, cdsm::kernel::MatrixView::aged, among_truth, false) >= 1.0;
+        polls++;
+        if (all && since < 0) since = age, events_then = true_pair_events(dev, app, truth);
+        if (!all) since = -1;
+        last = age;
+        if (age >= window) break;
+        std::this_thread::sleep_for(std::chrono::duration<double>(every));
+    }
+    if (since < 0) {
+        printf("detect-time: never (within %.2f s, %u polls)\n", last, polls);
+        check_once(dev, app, truth, cdsm::kernel::MatrixView::aged, among_truth, true, true);
+        return 1;
+    }
+    printf("detect-time: %.3f s events-per-true-pair:", since);
+    for (auto e : events_then) printf(" %llu", e);
+    printf(" (window %.2f s, %u polls)\n", last, polls);
+    return 0;
 }
 
 // CDSM_IOC_TRACK of a process tree on a raw descriptor ("misuse", "opener").
@@ -1074,6 +1132,24 @@ int run(int argc, char** argv) {
     with_dev(check, [&](const Device& dev) {
         status = cmd_check(dev, check_app, truth, min, within,
                            cdsm::kernel::parse_matrix_view(check_view), among_truth, age);
+    });
+
+    auto* detect = cli.add_subcommand(
+        "detect-time", "seconds until every truth task's largest partner is a true one for good");
+    std::string detect_app;
+    detect->add_option("APP", detect_app, "application id, or @FILE: the id FILE will hold")
+        ->required();
+    detect->add_option("TRUTH", truth, "truth file; waited for")->required();
+    double window = 6, poll_every = 0.05;
+    detect->add_option("--window", window, "seconds after TRUTH to watch (default 6)")
+        ->check(CLI::PositiveNumber);
+    detect->add_option("--every", poll_every, "seconds between looks (default 0.05)")
+        ->check(CLI::PositiveNumber);
+    bool detect_among_truth = false;
+    detect->add_flag("--among-truth", detect_among_truth,
+                     "only truth tasks can be the largest partner");
+    with_dev(detect, [&](const Device& dev) {
+        status = cmd_detect_time(dev, detect_app, truth, window, poll_every, detect_among_truth);
     });
 
     bool unprivileged = false;
