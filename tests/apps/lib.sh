@@ -141,6 +141,7 @@ show_by_rank() {
 # difference's counting noise (cdsmd does not migrate for less either: LAMMPS's 4 ranks on 6.1
 # were kept at 179 where Scotch found 167, +7.2 %, on an aged matrix of 79 events). After $1:
 # "--phases FILE" counts the moves per phase (FILE: lines "EPOCH_SECONDS NAME", when each began);
+# "--judge-phase NAME" (with --phases) judges a placement sampled in phase NAME;
 # "--max-moves N" allows N moves per task (per phase) instead of APPS_MAX_MOVES;
 # "--report-only WHY": the checks are printed but do not fail the test.
 report_migrations() {
@@ -148,7 +149,8 @@ report_migrations() {
 	shift
 	while (($#)); do
 		case $1 in
-		--phases) phases=(--phases "$2") ;;
+		--phases) phases+=(--phases "$2") ;;
+		--judge-phase) phases+=(--judge-phase "$2") ;;
 		--max-moves) max=$2 ;;
 		--report-only) why=$2 ;;
 		*) fail "report_migrations: unknown option $1" ;;
