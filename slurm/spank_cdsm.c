@@ -11,10 +11,13 @@
  *                           and JSON), its heatmap (PNG and SVG), and the application's placements,
  *                           costs and migrations (JSON). The report is written when the step
  *                           has ended, after srun may have returned: each file appears under
- *                           its name only when complete (written as .NAME.part, then renamed).
+ *                           its name only when complete (written as .NAME.RANDOM.part, then
+ *                           renamed); files 0600, a directory the plugin makes 0700.
  *
  * plugstack.conf arguments: default=off|detect|map (map if not given), socket=PATH (cdsmd's
- * control socket, /run/cdsm/cdsmd.sock), cdsmctl=PATH (/usr/bin/cdsmctl, for reports).
+ * control socket, /run/cdsm/cdsmd.sock), cdsmctl=PATH (/usr/bin/cdsmctl, for reports),
+ * report_mode=OCTAL (the report files' mode, 0600; a directory the plugin makes gets it with x
+ * where r is: 0700), report_timeout=SECONDS (how long slurmstepd waits for the report, 60).
  *
  * In slurmstepd (as root) the step's cgroup is tracked through cdsmd when its first task has
  * been forked, before any task runs the user's program; cdsmd names the application after the
@@ -24,22 +27,31 @@
  * CSV and heatmap made offline by cdsmctl from the saved JSON. What fails is logged in slurmd's
  * log (with cdsmctl's own message). A step that cdsm cannot track still runs: the plugin logs
  * an error and lets it go.
+ *
+ * The job's user owns the report child and may stop it or plant files in the report directory:
+ * slurmstepd waits for it report_timeout seconds at most, then kills its process group; it
+ * creates each file itself under a name no one can guess (O_EXCL, never following a link or
+ * opening a FIFO) and hands cdsmctl open files, not names. Every string a user controls is
+ * escaped in slurmd's log (escape()): a newline cannot start a line of its own.
  */
-#define _GNU_SOURCE /* pipe2 */
+#define _GNU_SOURCE /* pipe2, F_DUPFD_CLOEXEC */
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/time.h>
 #include <sys/types.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <slurm/slurm.h>
@@ -55,8 +67,53 @@ static enum cdsm_mode step_mode = MODE_UNSET;
 static char socket_path[sizeof(((struct sockaddr_un *)0)->sun_path)] = "/run/cdsm/cdsmd.sock";
 static char cdsmctl_path[PATH_MAX] = "/usr/bin/cdsmctl";
 static char report_dir[PATH_MAX];
+/* The report files' mode (a directory the plugin makes: x added where r is) and deadline. */
+static mode_t report_mode = 0600;
+static int report_timeout = 60;
 static long app_id = -1;
 static int tracked_once;
+
+/* The size of escape()'s buffer: a log line's user-controlled part, cut beyond. */
+#define ESCAPED 1024
+
+/*
+ * @s as it may go into a log line: a backslash as \\, a tab, newline or carriage return as \t,
+ * \n, \r, any other byte outside printable ASCII as \xHH, cut with "..." past @out's ESCAPED
+ * bytes. A user's string (a path, cdsmctl's message) then cannot start or forge a line in
+ * slurmd's log, nor carry a terminal's escape sequences. Returns @out.
+ */
+static const char *escape(const char *s, char out[ESCAPED])
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t n = 0;
+
+	for (; s && *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		char e[4] = { '\\', 0, 0, 0 };
+		size_t len = 2;
+
+		if (c == '\\' || c == '\n' || c == '\t' || c == '\r') {
+			e[1] = c == '\\' ? '\\' : c == '\n' ? 'n' : c == '\t' ? 't' : 'r';
+		} else if (c < 0x20 || c > 0x7e) {
+			e[1] = 'x';
+			e[2] = hex[c >> 4];
+			e[3] = hex[c & 15];
+			len = 4;
+		} else {
+			e[0] = (char)c;
+			len = 1;
+		}
+		if (n + len + 4 > ESCAPED) {
+			memcpy(out + n, "...", 3);
+			n += 3;
+			break;
+		}
+		memcpy(out + n, e, len);
+		n += len;
+	}
+	out[n] = '\0';
+	return out;
+}
 
 static int parse_mode(const char *s, enum cdsm_mode *mode)
 {
@@ -71,10 +128,12 @@ static int parse_mode(const char *s, enum cdsm_mode *mode)
 
 static int opt_cdsm(int val, const char *arg, int remote)
 {
+	char e[ESCAPED];
+
 	(void)val;
 	(void)remote;
 	if (parse_mode(arg, &step_mode) < 0) {
-		slurm_error("cdsm: --cdsm=%s: not off, detect or map", arg ? arg : "");
+		slurm_error("cdsm: --cdsm=%s: not off, detect or map", escape(arg, e));
 		return ESPANK_BAD_ARG;
 	}
 	return ESPANK_SUCCESS;
@@ -82,11 +141,13 @@ static int opt_cdsm(int val, const char *arg, int remote)
 
 static int opt_report(int val, const char *arg, int remote)
 {
+	char e[ESCAPED];
+
 	(void)val;
 	(void)remote;
 	if (!arg || arg[0] != '/' || strlen(arg) >= sizeof(report_dir) - 64) {
 		slurm_error("cdsm: --cdsm-report=%s: give an absolute directory path",
-			    arg ? arg : "");
+			    escape(arg, e));
 		return ESPANK_BAD_ARG;
 	}
 	strcpy(report_dir, arg);
@@ -112,12 +173,46 @@ static int copy_arg(const char *arg, const char *key, char *to, size_t size)
 	if (strncmp(arg, key, n) != 0)
 		return 0;
 	if (strlen(arg + n) >= size || arg[n] != '/') {
+		char e[ESCAPED];
+
 		slurm_error("cdsm: plugstack.conf: %s needs an absolute path shorter than %zu bytes",
-			    arg, size);
+			    escape(arg, e), size);
 		return -1;
 	}
 	strcpy(to, arg + n);
 	return 1;
+}
+
+/*
+ * report_mode=OCTAL: read/write bits only (at most 0666), the owner's read and write among them.
+ * report_timeout=SECONDS: 1 to 3600. 1 when @arg was one of them (and right), 0 when not, -1 when
+ * wrong.
+ */
+static int report_arg(const char *arg)
+{
+	char *end, e[ESCAPED];
+	long v;
+
+	if (strncmp(arg, "report_mode=", 12) == 0) {
+		v = strtol(arg + 12, &end, 8);
+		if (arg[12] && !*end && (v & ~0666L) == 0 && (v & 0600) == 0600) {
+			report_mode = (mode_t)v;
+			return 1;
+		}
+		slurm_error("cdsm: plugstack.conf: %s: not 0600, 0640, 0644 or the like (octal, rw)",
+			    escape(arg, e));
+		return -1;
+	}
+	if (strncmp(arg, "report_timeout=", 15) == 0) {
+		v = strtol(arg + 15, &end, 10);
+		if (arg[15] && !*end && v >= 1 && v <= 3600) {
+			report_timeout = (int)v;
+			return 1;
+		}
+		slurm_error("cdsm: plugstack.conf: %s: seconds, 1 to 3600", escape(arg, e));
+		return -1;
+	}
+	return 0;
 }
 
 int slurm_spank_init(spank_t sp, int ac, char **av)
@@ -135,11 +230,13 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 		}
 	}
 	for (int i = 0; i < ac; i++) {
+		char e[ESCAPED];
 		int r;
 
 		if (strncmp(av[i], "default=", 8) == 0) {
 			if (parse_mode(av[i] + 8, &site_mode) < 0) {
-				slurm_error("cdsm: plugstack.conf: %s: not off, detect or map", av[i]);
+				slurm_error("cdsm: plugstack.conf: %s: not off, detect or map",
+					    escape(av[i], e));
 				return -1;
 			}
 			continue;
@@ -147,11 +244,13 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 		r = copy_arg(av[i], "socket=", socket_path, sizeof(socket_path));
 		if (r == 0)
 			r = copy_arg(av[i], "cdsmctl=", cdsmctl_path, sizeof(cdsmctl_path));
+		if (r == 0)
+			r = report_arg(av[i]);
 		if (r < 0)
 			return -1;
 		if (r == 0) {
-			slurm_error("cdsm: plugstack.conf: unknown argument '%s' (default=, socket=, cdsmctl=)",
-				    av[i]);
+			slurm_error("cdsm: plugstack.conf: unknown argument '%s' (%s)", escape(av[i], e),
+				    "default=, socket=, cdsmctl=, report_mode=, report_timeout=");
 			return -1;
 		}
 	}
@@ -221,18 +320,15 @@ static int cdsmd_request(const char *request, char *reply, size_t size)
 }
 
 /*
- * One request to cdsmd, its reply line (of any size: a matrix) into the file @name in @dir.
+ * One request to cdsmd, its reply line (of any size: a matrix) into @out, the report file @name.
  * 0, or -1: no complete reply, or cdsmd's answer is an error ({"ok":false,...}: a short line).
  */
-static int cdsmd_to_file(const char *request, int dir, const char *name)
+static int cdsmd_to_fd(const char *request, int out, const char *name)
 {
-	char buf[8192], head[512];
+	char buf[8192], head[512], e[ESCAPED];
 	size_t total = 0, kept = 0;
-	int fd, out, done = 0;
+	int fd, done = 0;
 
-	out = openat(dir, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (out < 0)
-		return -1;
 	fd = cdsmd_send(request);
 	while (fd >= 0 && !done) {
 		ssize_t n = read(fd, buf, sizeof(buf));
@@ -255,32 +351,70 @@ static int cdsmd_to_file(const char *request, int dir, const char *name)
 	head[kept] = '\0';
 	if (fd >= 0)
 		close(fd);
-	close(out);
 	if (done && !(total < sizeof(head) && strstr(head, "\"ok\":false")))
 		return 0;
 	slurm_error("cdsm: %s: cdsmd's answer to %.*s: %s", name, (int)strcspn(request, "\n"),
-		    request, fd < 0 ? "cannot connect" : kept ? head : "none");
+		    request, fd < 0 ? "cannot connect" : kept ? escape(head, e) : "none");
 	return -1;
 }
 
 /*
- * A report file is written as ".NAME.part" and renamed to NAME when complete (@ok), or removed:
- * a user (or a script waiting for the report) never sees a file half written.
+ * A report file NAME is written as ".NAME.RANDOM.part" and renamed to NAME when complete, or
+ * removed: a user (or a script waiting for the report) never sees a file half written. The part
+ * is created here, never opened if something is there (O_EXCL: a FIFO, a link or a file planted
+ * under its name is refused, not followed or blocked on), under a name of 64 random bits no one
+ * can plant in advance, and given report_mode explicitly, whatever the umask.
  */
-static const char *part_of(const char *name, char part[128])
+struct report_file {
+	char name[96];
+	char part[128];
+	int fd;
+};
+
+static int report_create(int dir, const char *prefix, const char *what, struct report_file *f)
 {
-	snprintf(part, 128, ".%s.part", name);
-	return part;
+	char e[ESCAPED];
+	struct stat st;
+	uint64_t r;
+
+	snprintf(f->name, sizeof(f->name), "%s-%s", prefix, what);
+	f->fd = -1;
+	f->part[0] = '\0';
+	for (int tries = 0; tries < 4 && f->fd < 0; tries++) {
+		if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+			break;
+		snprintf(f->part, sizeof(f->part), ".%s.%016llx.part", f->name,
+			 (unsigned long long)r);
+		f->fd = openat(dir, f->part,
+			       O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+		if (f->fd < 0 && errno != EEXIST)
+			break;
+	}
+	if (f->fd >= 0 && fstat(f->fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    fchmod(f->fd, report_mode) == 0)
+		return 0;
+	slurm_error("cdsm: %s: cannot create %s in %s: %s", f->name, f->part,
+		    escape(report_dir, e), strerror(errno));
+	if (f->fd >= 0) {
+		close(f->fd);
+		unlinkat(dir, f->part, 0);
+		f->fd = -1;
+	}
+	f->part[0] = '\0';
+	return -1;
 }
 
-static int publish(int dir, const char *name, int ok)
+/* Renames @f to its name when @ok, or removes it; closes it. 0 when published. */
+static int report_publish(int dir, struct report_file *f, int ok)
 {
-	char part[128];
-
-	part_of(name, part);
-	if (ok && renameat(dir, part, dir, name) == 0)
+	if (f->fd >= 0)
+		close(f->fd);
+	f->fd = -1;
+	if (!f->part[0])
+		return -1;
+	if (ok && renameat(dir, f->part, dir, f->name) == 0)
 		return 0;
-	unlinkat(dir, part, 0);
+	unlinkat(dir, f->part, 0);
 	return -1;
 }
 
@@ -396,8 +530,11 @@ int slurm_spank_task_post_fork(spank_t sp, int ac, char **av)
 	}
 	app_id = json_number(reply, "app_id");
 	if (app_id < 0) {
+		char e[ESCAPED];
+
 		reply[strcspn(reply, "\n")] = '\0';
-		slurm_error("cdsm: job %u: cdsmd did not track %s: %s", job, cgroup, reply);
+		slurm_error("cdsm: job %u: cdsmd did not track %s: %s", job, cgroup,
+			    escape(reply, e));
 		return 0;
 	}
 	slurm_verbose("cdsm: job %u: step cgroup %s is cdsm application %ld (%s)", job, cgroup,
@@ -405,36 +542,53 @@ int slurm_spank_task_post_fork(spank_t sp, int ac, char **av)
 	return 0;
 }
 
-/*
- * Runs cdsmctl with @args, its output into @file in the report directory (never through a
- * symbolic link), in the user's child process. What cdsmctl says on its standard error when it
- * fails goes to slurmd's log (its first 1 KiB), so that a missing file has a reason there.
- */
-static int run_cdsmctl(int dir, const char *file, char *const args[])
+/* In a child about to exec: @from[i] becomes descriptor i (i < @n); the rest close on exec. */
+static int place_fds(const int *from, int n)
 {
-	int status, err[2], out = openat(dir, file,
-					 O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-	char said[1024];
+	int high[8];
+
+	for (int i = 0; i < n; i++) {
+		high[i] = fcntl(from[i], F_DUPFD_CLOEXEC, 16);
+		if (high[i] < 0)
+			return -1;
+	}
+	for (int i = 0; i < n; i++) {
+		if (dup2(high[i], i) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/*
+ * Runs cdsmctl with @args in the user's child process: the saved matrix @in on its standard
+ * input (read from its start), its output into @out and @pictures (descriptors 3, 4...: it is
+ * given /proc/self/fd/N, never a name in the report directory). What cdsmctl says on its
+ * standard error when it fails goes to slurmd's log (its first 1 KiB, escaped), so that a missing
+ * file has a reason there.
+ */
+static int run_cdsmctl(char *const args[], int in, int out, const int *pictures, int npictures)
+{
+	int status, err[2];
+	char said[1024], e[ESCAPED];
 	size_t len = 0;
 	ssize_t n;
 	pid_t child;
 
-	if (out < 0)
+	if (pipe2(err, O_CLOEXEC) < 0)
 		return -1;
-	if (pipe2(err, O_CLOEXEC) < 0) {
-		close(out);
-		return -1;
-	}
 	child = fork();
 	if (child == 0) {
-		if (dup2(out, STDOUT_FILENO) < 0 || dup2(err[1], STDERR_FILENO) < 0 ||
-		    fchdir(dir) < 0)
+		int from[5] = { in, out, err[1] };
+
+		for (int i = 0; i < npictures && i < 2; i++)
+			from[3 + i] = pictures[i];
+		if (place_fds(from, 3 + (npictures < 2 ? npictures : 2)) < 0 ||
+		    lseek(STDIN_FILENO, 0, SEEK_SET) < 0)
 			_exit(127);
 		execv(cdsmctl_path, args);
 		dprintf(STDERR_FILENO, "cannot run %s: %s\n", cdsmctl_path, strerror(errno));
 		_exit(127);
 	}
-	close(out);
 	close(err[1]);
 	/* Read to the end, keeping the start: cdsmctl must not block on a full pipe. */
 	for (;;) {
@@ -457,30 +611,54 @@ static int run_cdsmctl(int dir, const char *file, char *const args[])
 		return 0;
 	if (WIFSIGNALED(status))
 		slurm_error("cdsm: %s %s: killed by signal %d%s%s", cdsmctl_path, args[1],
-			    WTERMSIG(status), len ? ": " : "", said);
+			    WTERMSIG(status), len ? ": " : "", escape(said, e));
 	else
 		slurm_error("cdsm: %s %s failed (status %d)%s%s", cdsmctl_path, args[1],
-			    WIFEXITED(status) ? WEXITSTATUS(status) : -1, len ? ": " : "", said);
+			    WIFEXITED(status) ? WEXITSTATUS(status) : -1, len ? ": " : "",
+			    escape(said, e));
 	return -1;
 }
+
+/*
+ * The report directory, opened; made when missing, with report_mode and x where r is (0700),
+ * set explicitly whatever the umask. One that exists keeps the mode its owner gave it.
+ */
+static int open_report_dir(void)
+{
+	int made = mkdir(report_dir, 0700) == 0, dir;
+
+	if (!made && errno != EEXIST)
+		return -1;
+	dir = open(report_dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+	if (dir >= 0 && made && fchmod(dir, report_mode | (report_mode & 0444) >> 2) < 0) {
+		close(dir);
+		return -1;
+	}
+	return dir;
+}
+
+/* The report child's exit status: why the report is incomplete. */
+enum { REPORT_OK, REPORT_NO_USER, REPORT_NO_DIR, REPORT_FAILED };
 
 static int write_report(uid_t uid, gid_t gid, gid_t *gids, int ngids, uint32_t job,
 			uint32_t step)
 {
-	char request[96], label[48], prefix[64], name[96], part[128], matrix[96], png[128], svg[128];
+	char request[96], label[48], prefix[64];
 	static const char *const what[] = { "matrix", "show", "tasks" };
 	/* The step's whole run, not the aged matrix cdsmd maps by. */
 	static const char *const extra[] = { ",\"view\":\"whole\"", "", "" };
 	static const char *const file[] = { "matrix.json", "placements.json", "tasks.json" };
-	int dir, failed = 0;
+	char *csv_args[] = { "cdsmctl", "show", "--matrix", "-", "--format", "csv", NULL };
+	char *pic_args[] = { "cdsmctl", "show", "--matrix", "-", "--png", "/proc/self/fd/3",
+			     "--svg", "/proc/self/fd/4", NULL };
+	struct report_file f, csv = { .fd = -1 }, pic[2] = { { .fd = -1 }, { .fd = -1 } };
+	int dir, matrix = -1, null, ok, failed = 0;
 
 	if (setgroups(ngids, gids) < 0 || setgid(gid) < 0 || setuid(uid) < 0 || getuid() != uid)
-		return 1;
-	if (mkdir(report_dir, 0755) < 0 && errno != EEXIST)
-		return 2;
-	dir = open(report_dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+		return REPORT_NO_USER;
+	dir = open_report_dir();
 	if (dir < 0)
-		return 2;
+		return REPORT_NO_DIR;
 	step_label(job, step, label, sizeof(label));
 	snprintf(prefix, sizeof(prefix), "cdsm-%s", label);
 	/*
@@ -489,40 +667,84 @@ static int write_report(uid_t uid, gid_t gid, gid_t *gids, int ngids, uint32_t j
 	 * ("show"), and the tasks. Then, offline from the saved matrix, its CSV and heatmap.
 	 */
 	for (int i = 0; i < 3; i++) {
+		if (report_create(dir, prefix, file[i], &f) < 0) {
+			failed = 1;
+			continue;
+		}
 		snprintf(request, sizeof(request), "{\"cmd\":\"%s\",\"app\":%ld%s}\n", what[i],
 			 app_id, extra[i]);
-		snprintf(name, sizeof(name), "%s-%s", prefix, file[i]);
-		failed |= publish(dir, name, cdsmd_to_file(request, dir, part_of(name, part)) == 0) < 0;
+		ok = cdsmd_to_fd(request, f.fd, f.name) == 0;
+		if (i == 0 && ok)
+			matrix = fcntl(f.fd, F_DUPFD_CLOEXEC, 0);
+		failed |= report_publish(dir, &f, ok) < 0;
 	}
-	/* cdsmctl reads the matrix once it is complete, under its final name. */
-	snprintf(matrix, sizeof(matrix), "%s-matrix.json", prefix);
-	snprintf(name, sizeof(name), "%s-heatmap.png", prefix);
-	part_of(name, png);
-	snprintf(name, sizeof(name), "%s-heatmap.svg", prefix);
-	part_of(name, svg);
-	{
-		char *csv[] = { "cdsmctl", "show", "--matrix", matrix, "--format", "csv", NULL };
-		char *pic[] = { "cdsmctl", "show", "--matrix", matrix, "--png", png, "--svg", svg,
-				NULL };
-		int ok;
+	/* cdsmctl reads the saved matrix on its standard input, writes into the files made here. */
+	if (matrix < 0) {
+		close(dir);
+		return REPORT_FAILED;
+	}
+	ok = report_create(dir, prefix, "matrix.csv", &csv) == 0 &&
+	     run_cdsmctl(csv_args, matrix, csv.fd, NULL, 0) == 0;
+	failed |= report_publish(dir, &csv, ok) < 0;
+	null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	ok = null >= 0 && report_create(dir, prefix, "heatmap.png", &pic[0]) == 0 &&
+	     report_create(dir, prefix, "heatmap.svg", &pic[1]) == 0;
+	if (ok) {
+		int fds[2] = { pic[0].fd, pic[1].fd };
 
-		snprintf(name, sizeof(name), "%s-matrix.csv", prefix);
-		failed |= publish(dir, name, run_cdsmctl(dir, part_of(name, part), csv) == 0) < 0;
-		ok = run_cdsmctl(dir, "/dev/null", pic) == 0;
-		snprintf(name, sizeof(name), "%s-heatmap.png", prefix);
-		failed |= publish(dir, name, ok) < 0;
-		snprintf(name, sizeof(name), "%s-heatmap.svg", prefix);
-		failed |= publish(dir, name, ok) < 0;
+		ok = run_cdsmctl(pic_args, matrix, null, fds, 2) == 0;
 	}
+	failed |= report_publish(dir, &pic[0], ok) < 0;
+	failed |= report_publish(dir, &pic[1], ok) < 0;
+	close(matrix);
 	close(dir);
-	return failed ? 3 : 0;
+	return failed ? REPORT_FAILED : REPORT_OK;
+}
+
+/*
+ * Waits for the report child @child, report_timeout seconds at most, then kills its process group
+ * (the child and its cdsmctl) and reaps it. The child is the job's user's, who may stop it
+ * (SIGSTOP) or make it wait: slurmstepd, and so the step's end, waits no longer than that.
+ * 0 when it ended, 1 when it was killed, -1 on error.
+ */
+static int reap_report(pid_t child, int *status)
+{
+	const struct timespec nap = { .tv_nsec = 50 * 1000 * 1000 };
+	struct timespec start, now;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	for (;;) {
+		pid_t r = waitpid(child, status, WNOHANG);
+
+		if (r == child)
+			return 0;
+		if (r < 0 && errno != EINTR)
+			return -1;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if ((now.tv_sec - start.tv_sec) * 1000L + (now.tv_nsec - start.tv_nsec) / 1000000 >=
+		    report_timeout * 1000L)
+			break;
+		nanosleep(&nap, NULL);
+	}
+	/* Not reaped yet: its pid, and so its process group's id, is not reused before. */
+	kill(-child, SIGKILL);
+	kill(child, SIGKILL);
+	while (waitpid(child, status, 0) < 0) {
+		if (errno != EINTR)
+			return -1;
+	}
+	return 1;
 }
 
 int slurm_spank_exit(spank_t sp, int ac, char **av)
 {
+	static const char *const why[] = { "", "cannot take the job's user",
+					   "cannot make or open the directory",
+					   "cdsmctl or cdsmd failed" };
+	char e[ESCAPED];
 	uid_t uid;
 	gid_t gid, *gids = NULL;
-	int ngids = 0, status;
+	int ngids = 0, status, killed, code;
 	uint32_t job = 0, step = 0;
 	pid_t child;
 
@@ -538,21 +760,27 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
 		slurm_error("cdsm: cannot get the job's user; no report");
 		return 0;
 	}
+	/* The child leads a process group of its own, which its cdsmctl joins: killed together. */
 	child = fork();
-	if (child == 0)
+	if (child == 0) {
+		setpgid(0, 0);
 		_exit(write_report(uid, gid, gids, ngids, job, step));
-	if (child < 0 || waitpid(child, &status, 0) < 0) {
+	}
+	if (child > 0)
+		setpgid(child, child);
+	killed = child < 0 ? -1 : reap_report(child, &status);
+	if (killed < 0) {
 		slurm_error("cdsm: job %u: no report: %s", job, strerror(errno));
 		return 0;
 	}
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		static const char *const why[] = { "", "cannot take the job's user",
-						   "cannot make or open the directory",
-						   "cdsmctl or cdsmd failed" };
-		int code = WIFEXITED(status) ? WEXITSTATUS(status) : 0;
-
-		slurm_error("cdsm: job %u: report to %s incomplete: %s", job, report_dir,
-			    code > 0 && code < 4 ? why[code] : "killed");
+	if (killed) {
+		slurm_error("cdsm: job %u: report to %s killed after report_timeout (%d s): stopped or stuck",
+			    job, escape(report_dir, e), report_timeout);
+		return 0;
 	}
+	code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+	if (code != REPORT_OK)
+		slurm_error("cdsm: job %u: report to %s incomplete: %s", job, escape(report_dir, e),
+			    code > 0 && code <= REPORT_FAILED ? why[code] : "killed");
 	return 0;
 }
