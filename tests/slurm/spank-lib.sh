@@ -3,7 +3,8 @@
 # the module, cdsmd and the single-node cluster of lab.sh with the plugin in its plugstack.conf
 # (default=map), the users alice (2001) and bob (2002), and checks of a step's application.
 #
-# spank_start                   loads the module, starts cdsmd and the cluster, adds the users
+# spank_start [ARG...]          loads the module, starts cdsmd and the cluster (ARGs: more
+#                               plugstack.conf arguments of the plugin), adds the users
 # as USER CMD...                runs CMD as USER (a login's groups)
 # app_of_job J                  job J's application in cdsmd's list, as root (empty if none)
 # job_named NAME                the id of the job named NAME in squeue (empty if none)
@@ -42,7 +43,7 @@ spank_start() {
 	[[ -r $plugin ]] || fail "no $plugin (is libslurm-dev installed? scripts/install-deps)"
 	start_cdsmd
 	echo "$slurm_dir/slurmd.log" >>/run/cdsm-vm-show
-	slurm_start "required $plugin default=map socket=$CDSM_SOCKET cdsmctl=$ctl" ||
+	slurm_start "required $plugin default=map socket=$CDSM_SOCKET cdsmctl=$ctl $*" ||
 		fail "the Slurm cluster did not start"
 	note "Slurm up: $(sinfo -h -o '%n %T %c CPUs')"
 	slurm_user alice 2001
@@ -70,7 +71,8 @@ expand() {
 	done
 }
 
-# Checks the report of step $2 in directory $1: each file there, owned by alice, none left half
+# Checks the report of step $2 in directory $1: each file there, owned by alice and 0600 (the
+# plugin's default report_mode), none left half
 # written, placements.json naming application $3 and (with $4) at least $4 migrations. The plugin
 # writes the report once the step has ended, after srun returned (or the batch job left squeue);
 # each file appears when complete. The heatmaps come last (cairo and fontconfig take seconds
@@ -85,7 +87,8 @@ report_of() {
 	for f in $reports; do
 		file=$dir/cdsm-$step-$f
 		[[ -s $file ]] || fail "no report file $file after 60 s: $(ls -la "$dir")"
-		[[ $(stat -c %U "$file") == alice ]] || fail "$file is not alice's"
+		[[ $(stat -c %U:%a "$file") == alice:600 ]] ||
+			fail "$file is not alice's, 0600: $(stat -c %U:%a "$file")"
 	done
 	[[ -z $(find "$dir" -name '*.part') ]] || fail "files left half written: $(ls -la "$dir")"
 	[[ $(stat -c %U "$dir") == alice ]] || fail "the report directory $dir is not alice's"
