@@ -54,7 +54,8 @@ struct CommandContext {
 
 class Commands {
   public:
-    explicit Commands(CommandContext context) : c_(std::move(context)) {}
+    explicit Commands(CommandContext context, WorkBudget::Limits limits = {})
+        : c_(std::move(context)), budget_(limits) {}
 
     /// Answers one validated request of a peer (throws ProtocolError, as ControlServer expects).
     control::Json handle(const control::Json& request, const control::PeerCredentials& creds);
@@ -70,8 +71,11 @@ class Commands {
     control::Json app_command(const std::string& cmd, const control::Json& request,
                               const Peer& peer);
     control::Json set_params(const control::Json& request);
+    control::Json map(const control::Json& request, const Peer& peer, bool dry_run);
 
     CommandContext c_;
+    /// Unprivileged peers' map dry runs (docs/security.md).
+    WorkBudget budget_;
 };
 
 }  // namespace cdsm::cdsmd

@@ -141,13 +141,14 @@ const std::string& check_environment(AppState& app, pid_t tgid, ProcSource& proc
                       app_label(app.info, app.name), tgid);
         env.emplace();
     }
-    if (opts_out(*env) && !app.opted_out) {
+    const EnvFacts facts = env_facts(*env);
+    if (facts.opts_out && !app.opted_out) {
         app.opted_out = true;
         spdlog::info("{}: opts out (CDSM_DISABLE in the environment of process {}); not placing it",
                      app_label(app.info, app.name), tgid);
     }
     return app.env_by_tgid
-        .insert_or_assign(tgid, ProcessEnv{std::move(comm), std::move(*env), read})
+        .insert_or_assign(tgid, ProcessEnv{std::move(comm), facts, read})
         .first->second.comm;
 }
 
@@ -162,6 +163,9 @@ Observation observe(AppState& app, KernelSource& kernel, ProcSource& proc) {
         if (!(t.flags & CDSM_TASK_EXITED) && !seen.process_comm.count(t.tgid))
             seen.process_comm.emplace(t.tgid, check_environment(app, t.tgid, proc));
     }
+    // Processes that exited (or whose tasks all did): nothing of them is kept.
+    std::erase_if(app.env_by_tgid,
+                  [&](const auto& kv) { return !seen.process_comm.count(kv.first); });
     return seen;
 }
 
@@ -382,7 +386,7 @@ std::vector<std::string> threads_to_come(const AppState& app, const Classified& 
     for (const auto& [tgid, n] : busy) {
         const auto env = app.env_by_tgid.find(tgid);
         if (env == app.env_by_tgid.end()) continue;
-        const auto want = expected_threads(env->second.vars);
+        const auto want = env->second.facts.threads;
         if (want && n < *want) out.push_back(fmt::format("process {}: {} of {}", tgid, n, *want));
     }
     return out;

@@ -714,7 +714,7 @@ TEST_P(Pass, MpiRanksArePlacedButNotTheLauncherNorIdleHelpers) {
     std::size_t ranks = 0, launchers = 0;
     for (const auto& [tid, ts] : app.tasks) {
         const auto env = app.env_by_tgid.find(tid);
-        if (env != app.env_by_tgid.end() && mpi_rank(env->second.vars)) {
+        if (env != app.env_by_tgid.end() && env->second.facts.rank) {
             ++ranks;
             EXPECT_EQ(ts.role, TaskRole::kPlace) << tid;
         } else {
