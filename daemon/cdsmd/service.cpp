@@ -167,10 +167,11 @@ void Service::reload_config() {
 
 // ---- state file: what must survive a restart ------------------------------------------------
 
-void Service::save_state() const {
-    if (config_.state_file.empty() || options_.dry_run) return;
+std::string state_file_text(const std::map<std::uint32_t, AppState>& apps_by_id,
+                            const std::set<pid_t>& untracked_pids,
+                            const std::set<std::string>& untracked_cgroups) {
     Json apps = Json::array();
-    for (const auto& [id, app] : apps_) {
+    for (const auto& [id, app] : apps_by_id) {
         Json bound = Json::object(), foreign = Json::array();
         for (const auto& [tid, t] : app.tasks) {
             if (t.bound_cpu) bound[std::to_string(tid)] = *t.bound_cpu;
@@ -187,6 +188,18 @@ void Service::save_state() const {
                         {"foreign", foreign},
                         {"history", Json(app.history)}});
     }
+    // Names are users' (a command name is any 15 bytes): bytes that are not UTF-8 become
+    // U+FFFD instead of failing the dump, and with it every later save of every application.
+    return Json{{"version", 1},
+                {"apps", apps},
+                {"untracked_pids", untracked_pids},
+                {"untracked_cgroups", untracked_cgroups}}
+               .dump(-1, ' ', false, Json::error_handler_t::replace) +
+           "\n";
+}
+
+void Service::save_state() const {
+    if (config_.state_file.empty() || options_.dry_run) return;
     const std::filesystem::path path(config_.state_file);
     try {
         // Its directory may also hold the socket, which users must reach: 0755 when created.
@@ -195,14 +208,9 @@ void Service::save_state() const {
             std::filesystem::create_directories(dir);
             ::chmod(dir.c_str(), 0755);
         }
-        const std::string text = Json{{"version", 1},
-                                      {"apps", apps},
-                                      {"untracked_pids", untracked_pids_},
-                                      {"untracked_cgroups", untracked_cgroups_}}
-                                     .dump() +
-                                 "\n";
         // Private whatever the umask: it names every user's applications.
-        write_file_atomically(path, text, 0600);
+        write_file_atomically(path, state_file_text(apps_, untracked_pids_, untracked_cgroups_),
+                              0600);
     } catch (const std::exception& e) {
         spdlog::warn("cannot save state to {}: {}", path.string(), e.what());
     }
@@ -534,7 +542,8 @@ int Service::run() {
     if (options_.once) {
         for (auto& [id, app] : apps_) {
             if (app.ended_at) continue;
-            std::cout << map_app(app, MapRequest{!options_.dry_run, {}, true, false}).dump()
+            std::cout << map_app(app, MapRequest{!options_.dry_run, {}, true, false})
+                             .dump(-1, ' ', false, Json::error_handler_t::replace)
                       << std::endl;
         }
         save_state();

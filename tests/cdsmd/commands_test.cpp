@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "server.hpp"
+#include "service.hpp"
 
 namespace cdsm::cdsmd {
 namespace {
@@ -326,6 +327,20 @@ TEST_F(ControlTest, OnlyTheFactsOfLiveProcessesEnvironmentsAreKept) {
     observe(app, kernel, proc);
     EXPECT_EQ(app.env_by_tgid.size(), 1u);
     EXPECT_TRUE(app.env_by_tgid.count(500));
+}
+
+TEST_F(ControlTest, TheStateFileIsWrittenWhateverTheNamesBytes) {
+    // A process named "\xff" names its unnamed application so: the strict dump threw, and every
+    // later save of every application failed.
+    apps.at(2).name = "\xff";
+    apps.at(2).tasks[7].bound_cpu = 3;
+    std::string text;
+    ASSERT_NO_THROW(text = state_file_text(apps, {42}, {"/a"}));
+    const Json state = Json::parse(text);
+    EXPECT_EQ(state["apps"][1]["name"], "\xef\xbf\xbd");  // U+FFFD
+    EXPECT_EQ(state["apps"][1]["bound"]["7"], 3);
+    EXPECT_EQ(state["apps"][0]["name"], "pairs");
+    EXPECT_EQ(state["untracked_pids"], Json::parse("[42]"));
 }
 
 TEST_F(ControlTest, MapSetReloadStatsAndTopology) {
