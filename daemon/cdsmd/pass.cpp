@@ -171,9 +171,13 @@ Observation observe(AppState& app, KernelSource& kernel, ProcSource& proc) {
 
 std::vector<TaskReading> read_tasks(const Observation& seen, ProcSource& proc) {
     std::vector<TaskReading> live;
+    const std::uint64_t tick_ns = 1000000000u / proc.ticks_per_second();
     for (const cdsm_task_info& t : seen.tasks) {
         if (t.flags & CDSM_TASK_EXITED) continue;
         auto stat = proc.task_stat(t.tgid, t.tid);
+        // A task that started after the module's task joined is another with its number (the
+        // module's exited and the id was reused): not the application's.
+        if (stat && stat->start_ticks * tick_ns > t.arrival_ns) continue;
         auto mask = proc.affinity(t.tid);
         if (stat && mask) live.push_back({t, *stat, std::move(*mask)});
     }
@@ -209,6 +213,7 @@ Classified classify_tasks(AppState& app, const std::vector<TaskReading>& tasks,
         out.indices.push_back(t.index);
         out.tids.push_back(t.tid);
         out.tgids.push_back(t.tgid);
+        out.start_ticks.push_back(r.stat.start_ticks);
         out.current.push_back(static_cast<std::uint32_t>(r.stat.processor));
         out.masks.push_back(r.affinity);
     }
@@ -265,9 +270,23 @@ Applied apply_plan(AppState& app, const Classified& tasks, const Plan& plan, boo
     out.applied = apply;
     if (!apply) return out;
     const Topology& machine = context.planner.machine();
+    // A pass can be long: each task must still be the one planned for (its start time as read
+    // then), not another that got its number since. (The window left is between this read and
+    // the affinity call, microseconds, where it was the whole pass.)
+    std::vector<pid_t> tids;
     std::vector<PuId> pus;
-    for (std::uint32_t c : plan.target_cpus) pus.push_back(*machine.find_os_index(c));
-    const MigrationReport r = context.applier.apply(tasks.tids, Placement(pus), machine);
+    std::vector<pid_t> replaced;
+    for (std::size_t k = 0; k < tasks.tids.size(); ++k) {
+        const auto now = context.proc.task_stat(tasks.tgids[k], tasks.tids[k]);
+        if (!now || (k < tasks.start_ticks.size() && now->start_ticks != tasks.start_ticks[k])) {
+            replaced.push_back(tasks.tids[k]);
+            continue;
+        }
+        tids.push_back(tasks.tids[k]);
+        pus.push_back(*machine.find_os_index(plan.target_cpus[k]));
+    }
+    MigrationReport r = context.applier.apply(tids, Placement(pus), machine);
+    r.vanished.insert(r.vanished.end(), replaced.begin(), replaced.end());
     std::map<pid_t, std::size_t> slot;
     for (std::size_t k = 0; k < tasks.tids.size(); ++k) slot[tasks.tids[k]] = k;
     for (pid_t tid : r.moved) {

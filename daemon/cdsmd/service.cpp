@@ -6,10 +6,12 @@
 #include <fmt/ranges.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
+#include <poll.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
@@ -438,9 +440,17 @@ void Service::run_due() {
 
 // ---- automatic tracking ---------------------------------------------------------------------
 
-void Service::track_pid(pid_t pid, const std::string& name) {
+void Service::track_pid(pid_t pid, const std::string& name, int pidfd) {
     try {
         const std::uint32_t id = kernel_.track_pid(pid);
+        // The rule matched what /proc said of process `pid` while `pidfd` referred to it: if it
+        // has exited since, the number may have been reused and the module tracked another.
+        pollfd p{pidfd, POLLIN, 0};
+        if (::poll(&p, 1, 0) != 0) {
+            spdlog::info("process {} ended while it was being tracked; released", pid);
+            kernel_.release(id);
+            return;
+        }
         for (const cdsm_app_info& info : kernel_.list_apps()) {
             if (info.app_id == id) adopt(info, name);
         }
@@ -506,6 +516,9 @@ void Service::scan_rules() {
         if (pid <= 1 || pid == ::getpid() || rejected_pids_.count(pid) ||
             untracked_pids_.count(pid))
             continue;
+        // Held from before its /proc files are read until it is tracked (track_pid).
+        const Fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+        if (!pidfd) continue;  // gone
         const auto status = procfs::status(pid);
         const auto comm = procfs::comm(pid);
         if (!status || !comm || status->threads == 0) continue;  // gone, or a kernel thread
@@ -513,7 +526,7 @@ void Service::scan_rules() {
                                  status->threads};
         for (const TrackRule& rule : config_.rules) {
             if (rule.cgroup_only() || !rule_matches(rule, facts)) continue;
-            track_pid(pid, rule.name.empty() ? *comm : rule.name);
+            track_pid(pid, rule.name.empty() ? *comm : rule.name, pidfd.get());
             break;
         }
     }

@@ -89,7 +89,8 @@ class Service {
 
     // Automatic tracking.
     void scan_rules();
-    void track_pid(pid_t pid, const std::string& name);
+    /// Tracks process pid for a rule; `pidfd` refers to the process the rule matched.
+    void track_pid(pid_t pid, const std::string& name, int pidfd);
 
     // Control socket (commands.hpp). tests/fuzz/fuzz_request.cpp calls handle()
     // (ServiceFuzzAccess).
