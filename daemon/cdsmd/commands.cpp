@@ -102,12 +102,13 @@ Json Commands::tasks_json(AppState& app) {
         const auto mask = exited ? std::nullopt : c_.proc.affinity(t.tid);
         if (!exited) check_environment(app, t.tgid, c_.proc);
         const auto env = app.env_by_tgid.find(t.tgid);
-        const auto rank = env == app.env_by_tgid.end() ? std::nullopt : env->second.facts.rank;
+        Json rank = nullptr;
+        if (env != app.env_by_tgid.end() && env->second.facts.rank) rank = *env->second.facts.rank;
         const auto st = app.tasks.find(t.tid);
         Json j = {{"index", t.index},
                   {"tid", t.tid},
                   {"pid", t.tgid},
-                  {"rank", rank ? Json(*rank) : Json(nullptr)},
+                  {"rank", rank},
                   {"comm", std::string(t.comm, strnlen(t.comm, sizeof(t.comm)))},
                   {"cpu", stat ? Json(stat->processor) : Json(nullptr)},
                   {"affinity", mask ? Json(*mask) : Json::array()},

@@ -151,7 +151,8 @@ std::optional<std::chrono::nanoseconds> WorkBudget::wait(uid_t uid, Clock::time_
         if (it->second.level == std::chrono::nanoseconds(0)) {
             per_uid_.erase(it);
         } else if (const auto mine = it->second.level - limits_.burst;
-                   mine.count() * limits_.share_all > over.count() * limits_.share_per_uid) {
+                   double(mine.count()) * limits_.share_all >
+                   double(over.count()) * limits_.share_per_uid) {
             over = mine;
             share = limits_.share_per_uid;
         }
@@ -162,10 +163,13 @@ std::optional<std::chrono::nanoseconds> WorkBudget::wait(uid_t uid, Clock::time_
 
 void WorkBudget::spend(uid_t uid, std::chrono::nanoseconds took, Clock::time_point now) {
     // Drained buckets of other uids go: the map holds only uids that still owe time.
-    std::erase_if(per_uid_, [&](auto& kv) {
-        kv.second.drain(now, limits_.share_per_uid);
-        return kv.first != uid && kv.second.level == std::chrono::nanoseconds(0);
-    });
+    for (auto it = per_uid_.begin(); it != per_uid_.end();) {
+        it->second.drain(now, limits_.share_per_uid);
+        if (it->first != uid && it->second.level == std::chrono::nanoseconds(0))
+            it = per_uid_.erase(it);
+        else
+            ++it;
+    }
     Bucket& mine = per_uid_[uid];
     mine.drain(now, limits_.share_per_uid);
     mine.level += took;
