@@ -163,7 +163,7 @@ class WorkBudget {
     struct Limits {
         double share_per_uid = 0.1;  ///< of wall-clock time, per uid
         double share_all = 0.25;     ///< of wall-clock time, every unprivileged uid together
-        std::chrono::nanoseconds burst = std::chrono::seconds(1);
+        std::chrono::nanoseconds burst = std::chrono::milliseconds(250);
     };
     WorkBudget() = default;
     explicit WorkBudget(Limits limits) : limits_(limits) {}
