@@ -43,7 +43,8 @@ std::optional<std::string> others_may_write(const std::filesystem::path& dir) {
     struct stat st {};
     if (::stat(dir.c_str(), &st) != 0) return std::nullopt;
     if (st.st_uid != 0) return fmt::format("it belongs to uid {}", st.st_uid);
-    if (st.st_mode & S_IWOTH) return fmt::format("every user may write it (mode {:o})", st.st_mode & 07777);
+    if (st.st_mode & S_IWOTH)
+        return fmt::format("every user may write it (mode {:o})", st.st_mode & 07777);
     if ((st.st_mode & S_IWGRP) && st.st_gid != 0)
         return fmt::format("group {} may write it (mode {:o})", st.st_gid, st.st_mode & 07777);
     return std::nullopt;

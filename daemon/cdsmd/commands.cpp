@@ -250,6 +250,15 @@ Json Commands::map(const Json& request, const Peer& peer, bool dry_run) {
     // The algorithm is one of mapper_names() (validate_request).
     const std::string algorithm = request.value("algorithm", "");
     if (peer.privileged) return c_.map(app, MapRequest{!dry_run, algorithm, true, false});
+    // One request's pass is bounded too: 1024 tasks on 128 PUs take about 2 s (every baseline
+    // included); larger applications are mapped by cdsmd's own passes ("show" has the last).
+    if (app.info.nr_live_tasks > kMaxRequestTasks) {
+        throw ProtocolError("E2BIG",
+                            fmt::format("application {} has {} live tasks; a user's map request "
+                                        "maps at most {} (cdsmd's own passes map it: see show)",
+                                        app.info.app_id, app.info.nr_live_tasks,
+                                        kMaxRequestTasks));
+    }
     const auto start = WorkBudget::Clock::now();
     if (const auto wait = budget_.wait(peer.uid, start)) {
         throw ProtocolError(

@@ -32,6 +32,9 @@ struct ServiceCounters {
 /// The name of user `uid`, or its number when it has none (the "slurm" JSON field, metrics).
 std::string user_name(uid_t uid);
 
+/// The most live tasks of an application whose map request an unprivileged peer may make.
+inline constexpr std::uint32_t kMaxRequestTasks = 1024;
+
 /// What the commands read and change of cdsmd, and the daemon's operations they call.
 struct CommandContext {
     std::map<std::uint32_t, AppState>& apps;

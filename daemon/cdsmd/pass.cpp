@@ -147,8 +147,7 @@ const std::string& check_environment(AppState& app, pid_t tgid, ProcSource& proc
         spdlog::info("{}: opts out (CDSM_DISABLE in the environment of process {}); not placing it",
                      app_label(app.info, app.name), tgid);
     }
-    return app.env_by_tgid
-        .insert_or_assign(tgid, ProcessEnv{std::move(comm), facts, read})
+    return app.env_by_tgid.insert_or_assign(tgid, ProcessEnv{std::move(comm), facts, read})
         .first->second.comm;
 }
 

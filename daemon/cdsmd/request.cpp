@@ -123,8 +123,8 @@ void validate_request(const Json& r) {
         // node's PUs), which no socket client may start.
         const auto names = mapper_names();
         const Json& a = r["algorithm"];
-        if (!a.is_string() || std::find(names.begin(), names.end(),
-                                        a.get_ref<const std::string&>()) == names.end()) {
+        if (!a.is_string() ||
+            std::find(names.begin(), names.end(), a.get_ref<const std::string&>()) == names.end()) {
             bad(cmd, "algorithm", fmt::format("one of {}", fmt::join(names, ", ")));
         }
     }

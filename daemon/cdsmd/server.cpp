@@ -172,8 +172,9 @@ bool ControlServer::make_room(const control::PeerCredentials& peer) {
         limits_.max_clients, c.peer.uid);
     const std::string line = control::encode_line(control::error_response("EBUSY", why));
     (void)!::send(c.fd.get(), line.data(), line.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-    spdlog::info("control socket: closing the connection of pid {} (uid {}) to make room for uid {}",
-                 c.peer.pid, c.peer.uid, peer.uid);
+    spdlog::info(
+        "control socket: closing the connection of pid {} (uid {}) to make room for uid {}",
+        c.peer.pid, c.peer.uid, peer.uid);
     close(fds[*k]);
     return true;
 }

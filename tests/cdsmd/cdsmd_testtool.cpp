@@ -43,10 +43,10 @@
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -517,8 +517,7 @@ int hammer(int connections, double seconds, const std::string& json, const std::
                         ++mine["ok"];
                     } catch (const cdsm::control::ProtocolError& e) {
                         ++mine[e.code()];
-                        if (e.code() == "EPROTO" || e.code() == "EIO" || e.code() == "EBUSY")
-                            break;
+                        if (e.code() == "EPROTO" || e.code() == "EIO" || e.code() == "EBUSY") break;
                     }
                 }
             } catch (const std::exception& e) {

@@ -142,28 +142,28 @@ class ControlTest : public ::testing::Test {
     int saved = 0, params_applied = 0, reloaded = 0;
     CommandContext context() {
         return CommandContext{
-        .apps = apps,
-        .config = config,
-        .planner = planner,
-        .kernel = kernel,
-        .proc = proc,
-        .untracked_pids = untracked_pids,
-        .untracked_cgroups = untracked_cgroups,
-        .counters = counters,
-        .dry_run = dry_run,
-        .adopt = [this](const cdsm_app_info& info, const std::string& name) -> AppState& {
-            return adopt(info, name);
-        },
-        .forget = [this](std::uint32_t id) { forgotten.push_back(id), apps.erase(id); },
-        .save_state = [this] { ++saved; },
-        .apply_kernel_params = [this] { ++params_applied; },
-        .reload_config = [this] { ++reloaded; },
-        .map =
-            [this](AppState& app, const MapRequest& request) {
-                maps.push_back(app.name + (request.apply ? " apply " : " dry ") +
-                               request.algorithm);
-                return Json{{"app_id", app.info.app_id}};
-            }};
+            .apps = apps,
+            .config = config,
+            .planner = planner,
+            .kernel = kernel,
+            .proc = proc,
+            .untracked_pids = untracked_pids,
+            .untracked_cgroups = untracked_cgroups,
+            .counters = counters,
+            .dry_run = dry_run,
+            .adopt = [this](const cdsm_app_info& info, const std::string& name) -> AppState& {
+                return adopt(info, name);
+            },
+            .forget = [this](std::uint32_t id) { forgotten.push_back(id), apps.erase(id); },
+            .save_state = [this] { ++saved; },
+            .apply_kernel_params = [this] { ++params_applied; },
+            .reload_config = [this] { ++reloaded; },
+            .map =
+                [this](AppState& app, const MapRequest& request) {
+                    maps.push_back(app.name + (request.apply ? " apply " : " dry ") +
+                                   request.algorithm);
+                    return Json{{"app_id", app.info.app_id}};
+                }};
     }
     Commands commands{context()};
 };
@@ -297,19 +297,25 @@ TEST_F(ControlTest, UsersMapRequestsHaveAShareOfCdsmdsTime) {
     Commands strict{context(), {.share_per_uid = 1e-12, .share_all = 1e-12, .burst = 0ns}};
     const auto answer = [&](const Json& r, const PeerCredentials& p) {
         const Json reply = ControlServer::answer(
-            [&](const Json& q, const PeerCredentials& c) { return strict.handle(q, c); },
-            r.dump(), p);
+            [&](const Json& q, const PeerCredentials& c) { return strict.handle(q, c); }, r.dump(),
+            p);
         return reply["ok"].get<bool>() ? std::string("ok") : reply["code"].get<std::string>();
     };
-    const Json dry_run = {{"cmd", "map"}, {"app", 2}, {"dry_run", true}};
-    EXPECT_EQ(answer(dry_run, user(1000)), "ok");
-    EXPECT_EQ(answer(dry_run, user(1000)), "EAGAIN");
+    const Json dry = {{"cmd", "map"}, {"app", 2}, {"dry_run", true}};
+    EXPECT_EQ(answer(dry, user(1000)), "ok");
+    EXPECT_EQ(answer(dry, user(1000)), "EAGAIN");
     apps.at(1).info.uid = 1001;  // another user's application: the common share is spent too
     EXPECT_EQ(answer({{"cmd", "map"}, {"app", 1}, {"dry_run", true}}, user(1001)), "EAGAIN");
     EXPECT_EQ(answer({{"cmd", "list"}}, user(1000)), "ok");  // only the work is budgeted
-    EXPECT_EQ(answer(dry_run, root()), "ok");
-    EXPECT_EQ(answer(dry_run, root()), "ok");
+    EXPECT_EQ(answer(dry, root()), "ok");
+    EXPECT_EQ(answer(dry, root()), "ok");
     EXPECT_EQ(maps.size(), 3u);
+    // A user's request for an application beyond kMaxRequestTasks is refused before any work.
+    apps.at(2).info.nr_live_tasks = kMaxRequestTasks + 1;
+    EXPECT_EQ(refusal(dry, user(1000)), "E2BIG");
+    EXPECT_EQ(maps.size(), 3u);
+    apps.at(2).info.nr_live_tasks = kMaxRequestTasks;
+    EXPECT_EQ(refusal(dry, user(1000)), "ok");
 }
 
 TEST_F(ControlTest, OnlyTheFactsOfLiveProcessesEnvironmentsAreKept) {

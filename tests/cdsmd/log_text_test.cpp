@@ -38,7 +38,9 @@ TEST(LogText, EveryLineOfTheLogIsEscapedInBothFormats) {
         EXPECT_EQ(text.find('\n'), text.size() - 1) << text;
         EXPECT_NE(text.find("(x\\x0a<0>panic): task 7 (\\xff\\xfe) placed"), std::string::npos)
             << text;
-        if (journal) EXPECT_EQ(text.rfind("<6>", 0), 0u) << text;
+        if (journal) {
+            EXPECT_EQ(text.rfind("<6>", 0), 0u) << text;
+        }
     }
 }
 

@@ -3,14 +3,13 @@
 // escaping, the atomic write, and a directory that cannot be written.
 #include "metrics.hpp"
 
-#include <signal.h>
-#include <sys/wait.h>
-
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -259,8 +258,8 @@ TEST(Metrics, AnUnwritableDirectoryIsLoggedOnceAndRetried) {
     writer.tick(t0, sample_snapshot);  // must not throw: cdsmd keeps running
     const std::string first = log.text();
     EXPECT_NE(first.find(fmt::format("warning: metrics: cannot write {}/cdsm.prom (tried again "
-                                     "every 2000 ms): open {}/cdsm.prom.tmp: No such file or "
-                                     "directory",
+                                     "every 2000 ms): create a temporary file for {}/cdsm.prom: "
+                                     "No such file or directory",
                                      missing.string(), missing.string())),
               std::string::npos)
         << first;

@@ -742,6 +742,8 @@ TEST_P(Pass, ATaskWhoseNumberWasReusedIsNeitherReadNorMoved) {
                         .kernel = *system,
                         .proc = *system,
                         .applier = *system,
+                        .dry_run = false,
+                        .claimed_by_others = {},
                         .save_state = [] {}};
     const Applied applied = apply_plan(app, tasks, plan, true, context);
     EXPECT_TRUE(applied.moved.empty()) << applied.moved.dump();

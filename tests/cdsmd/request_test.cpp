@@ -75,12 +75,12 @@ TEST(Request, EveryFieldReadHasItsType) {
               R"(EINVAL: 'track': "cgroup" must be a string of at most 4096 bytes)");
     // Only the documented mappers (mapper_names()): make_mapper() also builds an exhaustive
     // search, which took 13.8 s for 10 tasks on 42 of 64 PUs (issue 26), and "current".
-    const std::string algorithms = fmt::format(
-        R"(EINVAL: 'map': "algorithm" must be one of {})", fmt::join(mapper_names(), ", "));
+    const std::string algorithms = fmt::format(R"(EINVAL: 'map': "algorithm" must be one of {})",
+                                               fmt::join(mapper_names(), ", "));
     for (const char* a : {"{}", R"("exhaustive")", R"("current")", R"("")", R"("Scotch")", "7"}) {
-        EXPECT_EQ(code_of(std::string(R"({"cmd":"map","app":1,"dry_run":true,"algorithm":)") + a +
-                          "}"),
-                  algorithms)
+        EXPECT_EQ(
+            code_of(std::string(R"({"cmd":"map","app":1,"dry_run":true,"algorithm":)") + a + "}"),
+            algorithms)
             << a;
     }
     for (const std::string_view name : mapper_names()) {

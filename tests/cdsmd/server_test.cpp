@@ -251,8 +251,11 @@ TEST(ControlServer, WhenFullAUidWithFewerConnectionsTakesASlotOfTheUidWithMost) 
     const auto k = connection_to_evict(held, 2000);
     ASSERT_TRUE(k);
     EXPECT_EQ(held[*k].uid, 100u);
-    for (const HeldConnection& h : held)
-        if (h.uid == 100) EXPECT_LE(held[*k].active, h.active);
+    for (const HeldConnection& h : held) {
+        if (h.uid == 100) {
+            EXPECT_LE(held[*k].active, h.active);
+        }
+    }
     // Once every uid holds about as many, nobody is evicted: the attacker's own uid with 15
     // cannot take a slot of one with 16, nor a newcomer's single one.
     held.erase(held.begin() + std::ptrdiff_t(*k));
