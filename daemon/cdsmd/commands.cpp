@@ -256,8 +256,7 @@ Json Commands::map(const Json& request, const Peer& peer, bool dry_run) {
         throw ProtocolError("E2BIG",
                             fmt::format("application {} has {} live tasks; a user's map request "
                                         "maps at most {} (cdsmd's own passes map it: see show)",
-                                        app.info.app_id, app.info.nr_live_tasks,
-                                        kMaxRequestTasks));
+                                        app.info.app_id, app.info.nr_live_tasks, kMaxRequestTasks));
     }
     const auto start = WorkBudget::Clock::now();
     if (const auto wait = budget_.wait(peer.uid, start)) {

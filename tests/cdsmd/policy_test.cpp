@@ -9,9 +9,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
-#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
@@ -488,8 +488,7 @@ TEST(Procfs, AnEmptyEnvironmentIsUnknown) {
     ASSERT_TRUE(own);
     // (Its value is read if it is short enough.)
     const char* path = std::getenv("PATH");
-    EXPECT_EQ(own->count("PATH"),
-              path && std::strlen(path) <= procfs::kMaxEnvironValue ? 1u : 0u);
+    EXPECT_EQ(own->count("PATH"), path && std::strlen(path) <= procfs::kMaxEnvironValue ? 1u : 0u);
     if (::geteuid() == 0) {
         EXPECT_FALSE(procfs::environ(2, {"PATH"}));
     }
