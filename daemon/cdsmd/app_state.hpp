@@ -46,10 +46,11 @@ inline std::optional<std::uint32_t> placed_on(const TaskState& t) {
     return t.role == TaskRole::kPlace ? t.bound_cpu : std::nullopt;
 }
 
-/// What cdsmd read from a process's environment, and the command it ran then.
+/// What cdsmd read from a process's environment (the facts, not the values), and the command it
+/// ran then. Kept while the process is one of the application's live tasks' (observe()).
 struct ProcessEnv {
     std::string comm;
-    std::map<std::string, std::string> vars;
+    EnvFacts facts;
     bool read = true;  ///< false: /proc/PID/environ was unreadable or empty, read it again
 };
 

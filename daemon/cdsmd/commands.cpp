@@ -7,7 +7,6 @@
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
 
-#include <cdsm/mapper.hpp>
 #include <cdsm/topology_json.hpp>
 #include <cdsm/version.hpp>
 #include <charconv>
@@ -103,12 +102,13 @@ Json Commands::tasks_json(AppState& app) {
         const auto mask = exited ? std::nullopt : c_.proc.affinity(t.tid);
         if (!exited) check_environment(app, t.tgid, c_.proc);
         const auto env = app.env_by_tgid.find(t.tgid);
-        const auto rank = env == app.env_by_tgid.end() ? std::nullopt : mpi_rank(env->second.vars);
+        Json rank = nullptr;
+        if (env != app.env_by_tgid.end() && env->second.facts.rank) rank = *env->second.facts.rank;
         const auto st = app.tasks.find(t.tid);
         Json j = {{"index", t.index},
                   {"tid", t.tid},
                   {"pid", t.tgid},
-                  {"rank", rank ? Json(*rank) : Json(nullptr)},
+                  {"rank", rank},
                   {"comm", std::string(t.comm, strnlen(t.comm, sizeof(t.comm)))},
                   {"cpu", stat ? Json(stat->processor) : Json(nullptr)},
                   {"affinity", mask ? Json(*mask) : Json::array()},
@@ -245,6 +245,39 @@ Json Commands::set_params(const Json& request) {
     return Json::object();
 }
 
+Json Commands::map(const Json& request, const Peer& peer, bool dry_run) {
+    AppState& app = find_app(request, peer);
+    // The algorithm is one of mapper_names() (validate_request).
+    const std::string algorithm = request.value("algorithm", "");
+    if (peer.privileged) return c_.map(app, MapRequest{!dry_run, algorithm, true, false});
+    // One request's pass is bounded too: 1024 tasks on 128 PUs take about 2 s (every baseline
+    // included); larger applications are mapped by cdsmd's own passes ("show" has the last).
+    if (app.info.nr_live_tasks > kMaxRequestTasks) {
+        throw ProtocolError("E2BIG",
+                            fmt::format("application {} has {} live tasks; a user's map request "
+                                        "maps at most {} (cdsmd's own passes map it: see show)",
+                                        app.info.app_id, app.info.nr_live_tasks, kMaxRequestTasks));
+    }
+    const auto start = WorkBudget::Clock::now();
+    if (const auto wait = budget_.wait(peer.uid, start)) {
+        throw ProtocolError(
+            "EAGAIN",
+            fmt::format("map requests of uid {} and other users have taken their share of "
+                        "cdsmd's time; try again in {:.1f} s",
+                        peer.uid, std::chrono::duration<double>(*wait).count()));
+    }
+    struct Spend {
+        WorkBudget& budget;
+        uid_t uid;
+        WorkBudget::Clock::time_point start;
+        ~Spend() {
+            const auto end = WorkBudget::Clock::now();
+            budget.spend(uid, end - start, end);
+        }
+    } spend{budget_, peer.uid, start};
+    return c_.map(app, MapRequest{!dry_run, algorithm, true, false});
+}
+
 Json Commands::handle(const Json& request, const control::PeerCredentials& creds) {
     validate_request(request);
     const Peer peer = peer_rights(creds, c_.config.admin_gid);
@@ -285,12 +318,7 @@ Json Commands::handle(const Json& request, const control::PeerCredentials& creds
     if (cmd == "track") return track(request, peer);
     if (cmd == "untrack" || cmd == "age" || cmd == "reset" || cmd == "release")
         return app_command(cmd, request, peer);
-    if (cmd == "map") {
-        AppState& app = find_app(request, peer);
-        const std::string algorithm = request.value("algorithm", "");
-        if (!algorithm.empty()) make_mapper(algorithm);  // an unknown name is EINVAL
-        return c_.map(app, MapRequest{!dry_run, algorithm, true, false});
-    }
+    if (cmd == "map") return map(request, peer, dry_run);
     if (cmd == "stats") return stats_json();
     if (cmd == "topology") return topology_json();
     if (cmd == "set") return set_params(request);

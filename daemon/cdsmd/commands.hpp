@@ -32,6 +32,9 @@ struct ServiceCounters {
 /// The name of user `uid`, or its number when it has none (the "slurm" JSON field, metrics).
 std::string user_name(uid_t uid);
 
+/// The most live tasks of an application whose map request an unprivileged peer may make.
+inline constexpr std::uint32_t kMaxRequestTasks = 1024;
+
 /// What the commands read and change of cdsmd, and the daemon's operations they call.
 struct CommandContext {
     std::map<std::uint32_t, AppState>& apps;
@@ -54,7 +57,8 @@ struct CommandContext {
 
 class Commands {
   public:
-    explicit Commands(CommandContext context) : c_(std::move(context)) {}
+    explicit Commands(CommandContext context, WorkBudget::Limits limits = {})
+        : c_(std::move(context)), budget_(limits) {}
 
     /// Answers one validated request of a peer (throws ProtocolError, as ControlServer expects).
     control::Json handle(const control::Json& request, const control::PeerCredentials& creds);
@@ -70,8 +74,11 @@ class Commands {
     control::Json app_command(const std::string& cmd, const control::Json& request,
                               const Peer& peer);
     control::Json set_params(const control::Json& request);
+    control::Json map(const control::Json& request, const Peer& peer, bool dry_run);
 
     CommandContext c_;
+    /// Unprivileged peers' map dry runs (docs/security.md).
+    WorkBudget budget_;
 };
 
 }  // namespace cdsm::cdsmd

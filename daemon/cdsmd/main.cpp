@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 // cdsmd: maps the applications cdsm.ko tracks onto the machine, periodically. See
 // cdsmd.toml.example and docs/protocol.md.
-#include <spdlog/pattern_formatter.h>
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -12,35 +11,16 @@
 #include <cdsm/version.hpp>
 #include <cstdio>
 
+#include "log_text.hpp"
 #include "service.hpp"
 
 namespace {
-
-// "<N>": the syslog priority of a level, a prefix the journal reads from a stderr stream.
-class SyslogPriority final : public spdlog::custom_flag_formatter {
-  public:
-    void format(const spdlog::details::log_msg& msg, const std::tm&,
-                spdlog::memory_buf_t& dest) override {
-        static constexpr char kPriority[] = {'7', '7', '6', '4', '3', '2', '6'};
-        const char text[] = {'<', kPriority[msg.level], '>'};
-        dest.append(text, text + 3);
-    }
-    std::unique_ptr<custom_flag_formatter> clone() const override {
-        return std::make_unique<SyslogPriority>();
-    }
-};
 
 // Under systemd (JOURNAL_STREAM set) the journal stamps each line itself: print the level as a
 // syslog prefix instead of our own time stamp.
 void setup_logging() {
     auto logger = spdlog::stderr_logger_st("cdsmd");
-    if (std::getenv("JOURNAL_STREAM")) {
-        auto formatter = std::make_unique<spdlog::pattern_formatter>();
-        formatter->add_flag<SyslogPriority>('*').set_pattern("%*%v");
-        logger->set_formatter(std::move(formatter));
-    } else {
-        logger->set_pattern("%Y-%m-%d %H:%M:%S.%e cdsmd %^%l%$: %v");
-    }
+    cdsm::cdsmd::set_log_format(*logger, std::getenv("JOURNAL_STREAM") != nullptr);
     spdlog::set_default_logger(logger);
 }
 

@@ -329,8 +329,15 @@ void MetricsWriter::tick(Clock::time_point now, const std::function<MetricsSnaps
     try {
         // Readable by the node exporter (its own user) whatever cdsmd's umask.
         write_file_atomically(path(), format_metrics(gather()), 0644);
-        if (!written_ || !failure_.empty())
+        if (!written_ || !failure_.empty()) {
             spdlog::info("metrics: writing {} every {} ms", path().string(), config_.period_ms);
+            // The file is written safely there (atomic_file.hpp), but others may replace it.
+            if (const auto why = others_may_write(config_.textfile_dir))
+                spdlog::warn(
+                    "metrics: other accounts may replace or remove {}: {} (make "
+                    "metrics.textfile_dir root's alone)",
+                    path().string(), *why);
+        }
         written_ = true;
         failure_.clear();
     } catch (const std::exception& e) {

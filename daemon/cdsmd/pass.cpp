@@ -141,13 +141,13 @@ const std::string& check_environment(AppState& app, pid_t tgid, ProcSource& proc
                       app_label(app.info, app.name), tgid);
         env.emplace();
     }
-    if (opts_out(*env) && !app.opted_out) {
+    const EnvFacts facts = env_facts(*env);
+    if (facts.opts_out && !app.opted_out) {
         app.opted_out = true;
         spdlog::info("{}: opts out (CDSM_DISABLE in the environment of process {}); not placing it",
                      app_label(app.info, app.name), tgid);
     }
-    return app.env_by_tgid
-        .insert_or_assign(tgid, ProcessEnv{std::move(comm), std::move(*env), read})
+    return app.env_by_tgid.insert_or_assign(tgid, ProcessEnv{std::move(comm), facts, read})
         .first->second.comm;
 }
 
@@ -162,14 +162,21 @@ Observation observe(AppState& app, KernelSource& kernel, ProcSource& proc) {
         if (!(t.flags & CDSM_TASK_EXITED) && !seen.process_comm.count(t.tgid))
             seen.process_comm.emplace(t.tgid, check_environment(app, t.tgid, proc));
     }
+    // Processes that exited (or whose tasks all did): nothing of them is kept.
+    std::erase_if(app.env_by_tgid,
+                  [&](const auto& kv) { return !seen.process_comm.count(kv.first); });
     return seen;
 }
 
 std::vector<TaskReading> read_tasks(const Observation& seen, ProcSource& proc) {
     std::vector<TaskReading> live;
+    const std::uint64_t tick_ns = 1000000000u / proc.ticks_per_second();
     for (const cdsm_task_info& t : seen.tasks) {
         if (t.flags & CDSM_TASK_EXITED) continue;
         auto stat = proc.task_stat(t.tgid, t.tid);
+        // A task that started after the module's task joined is another with its number (the
+        // module's exited and the id was reused): not the application's.
+        if (stat && stat->start_ticks * tick_ns > t.arrival_ns) continue;
         auto mask = proc.affinity(t.tid);
         if (stat && mask) live.push_back({t, *stat, std::move(*mask)});
     }
@@ -205,6 +212,7 @@ Classified classify_tasks(AppState& app, const std::vector<TaskReading>& tasks,
         out.indices.push_back(t.index);
         out.tids.push_back(t.tid);
         out.tgids.push_back(t.tgid);
+        out.start_ticks.push_back(r.stat.start_ticks);
         out.current.push_back(static_cast<std::uint32_t>(r.stat.processor));
         out.masks.push_back(r.affinity);
     }
@@ -261,9 +269,23 @@ Applied apply_plan(AppState& app, const Classified& tasks, const Plan& plan, boo
     out.applied = apply;
     if (!apply) return out;
     const Topology& machine = context.planner.machine();
+    // A pass can be long: each task must still be the one planned for (its start time as read
+    // then), not another that got its number since. (The window left is between this read and
+    // the affinity call, microseconds, where it was the whole pass.)
+    std::vector<pid_t> tids;
     std::vector<PuId> pus;
-    for (std::uint32_t c : plan.target_cpus) pus.push_back(*machine.find_os_index(c));
-    const MigrationReport r = context.applier.apply(tasks.tids, Placement(pus), machine);
+    std::vector<pid_t> replaced;
+    for (std::size_t k = 0; k < tasks.tids.size(); ++k) {
+        const auto now = context.proc.task_stat(tasks.tgids[k], tasks.tids[k]);
+        if (!now || (k < tasks.start_ticks.size() && now->start_ticks != tasks.start_ticks[k])) {
+            replaced.push_back(tasks.tids[k]);
+            continue;
+        }
+        tids.push_back(tasks.tids[k]);
+        pus.push_back(*machine.find_os_index(plan.target_cpus[k]));
+    }
+    MigrationReport r = context.applier.apply(tids, Placement(pus), machine);
+    r.vanished.insert(r.vanished.end(), replaced.begin(), replaced.end());
     std::map<pid_t, std::size_t> slot;
     for (std::size_t k = 0; k < tasks.tids.size(); ++k) slot[tasks.tids[k]] = k;
     for (pid_t tid : r.moved) {
@@ -382,7 +404,7 @@ std::vector<std::string> threads_to_come(const AppState& app, const Classified& 
     for (const auto& [tgid, n] : busy) {
         const auto env = app.env_by_tgid.find(tgid);
         if (env == app.env_by_tgid.end()) continue;
-        const auto want = expected_threads(env->second.vars);
+        const auto want = env->second.facts.threads;
         if (want && n < *want) out.push_back(fmt::format("process {}: {} of {}", tgid, n, *want));
     }
     return out;

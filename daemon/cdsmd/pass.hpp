@@ -89,6 +89,7 @@ struct Classified {
     std::vector<std::uint32_t> indices;  ///< matrix index of each task to place
     std::vector<pid_t> tids;
     std::vector<pid_t> tgids;                       ///< each one's process
+    std::vector<std::uint64_t> start_ticks;         ///< each one's start time (TaskStat)
     std::vector<std::uint32_t> current;             ///< the CPU each runs on now
     std::vector<std::vector<std::uint32_t>> masks;  ///< each one's affinity now
     std::vector<std::uint32_t> foreign_cpus;        ///< single CPUs other programs bound to

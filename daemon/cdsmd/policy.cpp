@@ -92,6 +92,10 @@ const std::vector<std::string>& environment_names() {
     return names;
 }
 
+EnvFacts env_facts(const std::map<std::string, std::string>& env) {
+    return {opts_out(env), mpi_rank(env), expected_threads(env)};
+}
+
 bool opts_out(const std::map<std::string, std::string>& env) {
     const auto it = env.find("CDSM_DISABLE");
     if (it == env.end()) return false;
@@ -127,6 +131,50 @@ Peer peer_rights(const control::PeerCredentials& creds, std::optional<gid_t> adm
         admin_gid && (creds.gid == *admin_gid || std::find(creds.groups.begin(), creds.groups.end(),
                                                            *admin_gid) != creds.groups.end());
     return {creds.pid, creds.uid, creds.uid == 0 || admin};
+}
+
+void WorkBudget::Bucket::drain(Clock::time_point now, double share) {
+    if (now > at) {
+        const auto drained = std::chrono::duration_cast<std::chrono::nanoseconds>(
+            std::chrono::duration<double, std::nano>(double((now - at).count()) * share));
+        level = std::max(std::chrono::nanoseconds(0), level - drained);
+    }
+    at = std::max(at, now);
+}
+
+std::optional<std::chrono::nanoseconds> WorkBudget::wait(uid_t uid, Clock::time_point now) {
+    all_.drain(now, limits_.share_all);
+    std::chrono::nanoseconds over = all_.level - limits_.burst;
+    double share = limits_.share_all;
+    if (const auto it = per_uid_.find(uid); it != per_uid_.end()) {
+        it->second.drain(now, limits_.share_per_uid);
+        if (it->second.level == std::chrono::nanoseconds(0)) {
+            per_uid_.erase(it);
+        } else if (const auto mine = it->second.level - limits_.burst;
+                   double(mine.count()) * limits_.share_all >
+                   double(over.count()) * limits_.share_per_uid) {
+            over = mine;
+            share = limits_.share_per_uid;
+        }
+    }
+    if (over <= std::chrono::nanoseconds(0)) return std::nullopt;
+    return std::chrono::nanoseconds(std::int64_t(double(over.count()) / share) + 1);
+}
+
+void WorkBudget::spend(uid_t uid, std::chrono::nanoseconds took, Clock::time_point now) {
+    // Drained buckets of other uids go: the map holds only uids that still owe time.
+    for (auto it = per_uid_.begin(); it != per_uid_.end();) {
+        it->second.drain(now, limits_.share_per_uid);
+        if (it->first != uid && it->second.level == std::chrono::nanoseconds(0))
+            it = per_uid_.erase(it);
+        else
+            ++it;
+    }
+    Bucket& mine = per_uid_[uid];
+    mine.drain(now, limits_.share_per_uid);
+    mine.level += took;
+    all_.drain(now, limits_.share_all);
+    all_.level += took;
 }
 
 bool is_control_request(std::string_view cmd, bool dry_run) {

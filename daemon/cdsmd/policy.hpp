@@ -4,6 +4,7 @@
 #include <sys/types.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -114,6 +115,15 @@ class RunnableShare {
 
 /// The environment variables cdsmd reads from a task's process.
 const std::vector<std::string>& environment_names();
+/// What cdsmd keeps of a process's environment: the facts read from it, never the values (a
+/// process's /proc/PID/environ is whatever it writes there, megabytes if it likes).
+struct EnvFacts {
+    bool opts_out = false;                 ///< opts_out()
+    std::optional<int> rank;               ///< mpi_rank()
+    std::optional<std::uint32_t> threads;  ///< expected_threads()
+    bool operator==(const EnvFacts&) const = default;
+};
+EnvFacts env_facts(const std::map<std::string, std::string>& env);
 /// CDSM_DISABLE=1 (or true/yes) in the environment: the application opts out.
 bool opts_out(const std::map<std::string, std::string>& env);
 /// The MPI rank from OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK or SLURM_PROCID, in that order.
@@ -141,6 +151,40 @@ inline constexpr uid_t kNoOwner = static_cast<uid_t>(-1);
 inline bool may_see(const Peer& peer, uid_t app_uid) noexcept {
     return peer.privileged || (app_uid != kNoOwner && peer.uid == app_uid);
 }
+/// The share of cdsmd's time that unprivileged peers' requests may take with the work they cause
+/// (a "map" dry run: a whole mapping pass with every baseline), as leaky buckets: one per uid
+/// and one for all of them together. A bucket fills by each request's time and drains at
+/// `share` of the wall-clock time; a request waits (EAGAIN) while its uid's bucket or the
+/// common one holds more than `burst`. cdsmd is single-threaded: without it, requests pipelined
+/// on many connections (and many uids) would keep its own passes and every other client waiting.
+class WorkBudget {
+  public:
+    using Clock = std::chrono::steady_clock;
+    struct Limits {
+        double share_per_uid = 0.1;  ///< of wall-clock time, per uid
+        double share_all = 0.25;     ///< of wall-clock time, every unprivileged uid together
+        std::chrono::nanoseconds burst = std::chrono::milliseconds(250);
+    };
+    WorkBudget() = default;
+    explicit WorkBudget(Limits limits) : limits_(limits) {}
+    /// Nothing when uid may start a request at `now`, else how long it has to wait.
+    std::optional<std::chrono::nanoseconds> wait(uid_t uid, Clock::time_point now);
+    /// A request of uid took `took`, ending at `now`.
+    void spend(uid_t uid, std::chrono::nanoseconds took, Clock::time_point now);
+    /// Uids with time still owed (the map's size: drained buckets are dropped).
+    std::size_t owing() const noexcept { return per_uid_.size(); }
+
+  private:
+    struct Bucket {
+        std::chrono::nanoseconds level{0};
+        Clock::time_point at{};
+        void drain(Clock::time_point now, double share);
+    };
+    Limits limits_;
+    std::map<uid_t, Bucket> per_uid_;
+    Bucket all_;
+};
+
 /// Commands that change something (track, untrack, age, reset, release, set, reload, and map
 /// unless dry_run) need a privileged peer.
 bool is_control_request(std::string_view cmd, bool dry_run);

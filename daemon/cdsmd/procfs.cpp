@@ -21,26 +21,31 @@ namespace {
 // a read that returns less than asked for returned the rest of the file (true of files made by
 // one seq_file show, such as stat and schedstat; not of environ, read a page at a time): one
 // read instead of two, the second of which would make the whole text again to find its end.
-std::optional<std::string> read_from_start(int fd, bool whole_reads = false) {
+// At most `max_bytes` are read (a prefix).
+std::optional<std::string> read_from_start(int fd, bool whole_reads = false,
+                                           std::size_t max_bytes = SIZE_MAX) {
     std::string text;
     char buf[4096];
-    for (;;) {
-        const ssize_t n = ::pread(fd, buf, sizeof(buf), static_cast<off_t>(text.size()));
+    while (text.size() < max_bytes) {
+        const ssize_t n = ::pread(fd, buf, std::min(sizeof(buf), max_bytes - text.size()),
+                                  static_cast<off_t>(text.size()));
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) return std::nullopt;
         text.append(buf, static_cast<std::size_t>(n));
         if (n == 0 || (whole_reads && std::size_t(n) < sizeof(buf))) return text;
     }
+    return text;
 }
 
 Fd open_file(const std::string& path) {
     return Fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
 }
 
-std::optional<std::string> read_file(const std::string& path, bool whole_reads = false) {
+std::optional<std::string> read_file(const std::string& path, bool whole_reads = false,
+                                     std::size_t max_bytes = SIZE_MAX) {
     const Fd fd = open_file(path);
     if (!fd) return std::nullopt;
-    return read_from_start(fd.get(), whole_reads);
+    return read_from_start(fd.get(), whole_reads, max_bytes);
 }
 
 // The text of a task's file through `fd`, opened by its path first (or again) when it is not
@@ -216,7 +221,7 @@ std::map<std::string, std::string> parse_environ(std::string_view text,
         const std::string_view entry = text.substr(0, end);
         text = end == std::string_view::npos ? std::string_view() : text.substr(end + 1);
         const auto eq = entry.find('=');
-        if (eq == std::string_view::npos) continue;
+        if (eq == std::string_view::npos || entry.size() - eq - 1 > kMaxEnvironValue) continue;
         const std::string name(entry.substr(0, eq));
         for (const auto& wanted : names) {
             if (name == wanted) out[name] = std::string(entry.substr(eq + 1));
@@ -227,7 +232,7 @@ std::map<std::string, std::string> parse_environ(std::string_view text,
 
 std::optional<std::map<std::string, std::string>> environ(pid_t pid,
                                                           const std::vector<std::string>& names) {
-    auto text = read_file(fmt::format("/proc/{}/environ", pid));
+    auto text = read_file(fmt::format("/proc/{}/environ", pid), false, kEnvironPrefix);
     // Empty: a process in the middle of an exec (its new command name is set before its new
     // environment), or a kernel thread. Unknown, not an environment without the variables.
     if (!text || text->empty()) return std::nullopt;

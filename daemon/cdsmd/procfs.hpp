@@ -93,12 +93,18 @@ std::uint64_t now_ns();
 /// /proc/PID/comm without the newline.
 std::optional<std::string> comm(pid_t pid);
 
-/// The values of the given variables in /proc/PID/environ (missing ones are absent); nullopt when
-/// it cannot be read or is empty (mid-exec). Reading another user's environment needs
-/// CAP_SYS_PTRACE.
+/// How much of /proc/PID/environ cdsmd reads: its user writes there what it likes (a process may
+/// join its whole environment area, megabytes, into one value after its exec). Variables beyond
+/// the prefix are not seen.
+inline constexpr std::size_t kEnvironPrefix = 256 * 1024;
+/// Longer values are ignored (the variable counts as absent): cdsmd reads numbers and flags.
+inline constexpr std::size_t kMaxEnvironValue = 64;
+/// The values of the given variables in the first kEnvironPrefix bytes of /proc/PID/environ
+/// (missing ones, and values over kMaxEnvironValue bytes, are absent); nullopt when it cannot be
+/// read or is empty (mid-exec). Reading another user's environment needs CAP_SYS_PTRACE.
 std::optional<std::map<std::string, std::string>> environ(pid_t pid,
                                                           const std::vector<std::string>& names);
-/// Parses NUL-separated NAME=VALUE entries.
+/// Parses NUL-separated NAME=VALUE entries (values over kMaxEnvironValue bytes left out).
 std::map<std::string, std::string> parse_environ(std::string_view text,
                                                  const std::vector<std::string>& names);
 

@@ -6,6 +6,7 @@
 #include <limits.h>
 
 #include <algorithm>
+#include <cdsm/mapper.hpp>
 #include <cdsm/matrix_io.hpp>
 #include <cstdint>
 #include <initializer_list>
@@ -116,7 +117,17 @@ void validate_request(const Json& r) {
             bad(cmd, "view", "\"aged\" or \"whole\"");
         }
     }
-    if (cmd == "map") check_string(r, cmd, "algorithm");
+    if (cmd == "map" && r.contains("algorithm")) {
+        // Only the mappers the protocol documents (libcdsm's mapper_names()): make_mapper() also
+        // builds others for tests and benchmarks (an exhaustive search that takes minutes on a
+        // node's PUs), which no socket client may start.
+        const auto names = mapper_names();
+        const Json& a = r["algorithm"];
+        if (!a.is_string() ||
+            std::find(names.begin(), names.end(), a.get_ref<const std::string&>()) == names.end()) {
+            bad(cmd, "algorithm", fmt::format("one of {}", fmt::join(names, ", ")));
+        }
+    }
     if (cmd == "track") {
         check_string(r, cmd, "name");
         check_string(r, cmd, "cgroup");

@@ -108,6 +108,15 @@ void ControlServer::dispatch() {
     }
 }
 
+namespace {
+
+// refusal() when every slot is taken (make_room() may free one).
+constexpr std::string_view kFull =
+    "cdsmd has as many connections open as it takes, and no other uid holds two more than this "
+    "one";
+
+}  // namespace
+
 std::string ControlServer::refusal(const control::PeerCredentials& peer) const {
     std::size_t mine = 0, others = 0;
     for (const auto& [fd, c] : connections_) {
@@ -118,10 +127,56 @@ std::string ControlServer::refusal(const control::PeerCredentials& peer) const {
         return fmt::format("uid {} has {} connections open to cdsmd, the most one user may have",
                            peer.uid, mine);
     }
-    if (peer.uid != 0 && others >= limits_.max_clients) {
-        return fmt::format("cdsmd has {} connections open, the most it takes", others);
-    }
+    if (peer.uid != 0 && others >= limits_.max_clients) return std::string(kFull);
     return {};
+}
+
+std::optional<std::size_t> connection_to_evict(const std::vector<HeldConnection>& held,
+                                               uid_t newcomer) {
+    // cdsmd is full of others' connections. A user with subordinate uids (a different kernel
+    // uid each) could hold every slot under the per-uid limit and keep other users, and the
+    // Slurm plugin's report children (the job's uid), out for good. So a newcomer whose uid
+    // holds fewer connections than the uid holding the most, by two or more, takes the slot of
+    // that uid's least recently active connection: every uid can get its share, and two uids
+    // one apart do not take turns.
+    std::map<uid_t, std::size_t> count;
+    for (const HeldConnection& h : held)
+        if (h.uid != 0) ++count[h.uid];
+    uid_t top = 0;
+    std::size_t most = 0;
+    for (const auto& [uid, n] : count) {
+        if (n > most) top = uid, most = n;
+    }
+    const std::size_t mine = count.count(newcomer) ? count.at(newcomer) : 0;
+    if (most < mine + 2) return std::nullopt;
+    std::optional<std::size_t> oldest;
+    for (std::size_t k = 0; k < held.size(); ++k) {
+        if (held[k].uid == top && (!oldest || held[k].active < held[*oldest].active)) oldest = k;
+    }
+    return oldest;
+}
+
+bool ControlServer::make_room(const control::PeerCredentials& peer) {
+    std::vector<HeldConnection> held;
+    std::vector<int> fds;
+    for (const auto& [fd, c] : connections_) {
+        held.push_back({c.peer.uid, c.active});
+        fds.push_back(fd);
+    }
+    const auto k = connection_to_evict(held, peer.uid);
+    if (!k) return false;
+    Connection& c = connections_.at(fds[*k]);
+    const std::string why = fmt::format(
+        "closed to make room for another user: cdsmd has {} connections open, the most it "
+        "takes, and uid {} holds the most of them",
+        limits_.max_clients, c.peer.uid);
+    const std::string line = control::encode_line(control::error_response("EBUSY", why));
+    (void)!::send(c.fd.get(), line.data(), line.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    spdlog::info(
+        "control socket: closing the connection of pid {} (uid {}) to make room for uid {}",
+        c.peer.pid, c.peer.uid, peer.uid);
+    close(fds[*k]);
+    return true;
 }
 
 void ControlServer::accept_all() {
@@ -135,7 +190,9 @@ void ControlServer::accept_all() {
             spdlog::warn("control socket: {}", e.what());
             continue;
         }
-        if (const std::string why = refusal(c.peer); !why.empty()) {
+        std::string why = refusal(c.peer);
+        if (why == kFull && make_room(c.peer)) why.clear();
+        if (!why.empty()) {
             // Said once into the new socket's empty buffer, then hung up.
             const std::string line = control::encode_line(control::error_response("EBUSY", why));
             (void)!::send(fd.get(), line.data(), line.size(), MSG_NOSIGNAL | MSG_DONTWAIT);

@@ -4,8 +4,10 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "cdsm/control.hpp"
 
@@ -13,7 +15,9 @@ namespace cdsm::cdsmd {
 
 /// What one user may hold of the control server (cdsmd.toml [daemon], docs/protocol.md).
 struct ServerLimits {
-    /// Connections open at once, root's not counted (root always gets one).
+    /// Connections open at once, root's not counted (root always gets one). When they are all
+    /// taken, a uid holding fewer than another by two or more takes the slot of that one's least
+    /// recently active connection (ControlServer::make_room).
     std::size_t max_clients = 128;
     /// Connections one uid may have open at once (root's too).
     std::size_t max_clients_per_user = 16;
@@ -24,6 +28,17 @@ struct ServerLimits {
     /// requests not answered) until they are below it: one answer is at most one request late.
     std::size_t output_cap = 256u << 10;
 };
+
+/// A connection as ControlServer's fairness sees it.
+struct HeldConnection {
+    uid_t uid = 0;
+    std::chrono::steady_clock::time_point active;  ///< last request answered or answer byte sent
+};
+/// When every connection slot is taken: which of `held` a new peer of uid `newcomer` takes the
+/// place of, if any: the least recently active connection of the uid holding the most (root's
+/// not counted), if that uid holds two more than `newcomer`.
+std::optional<std::size_t> connection_to_evict(const std::vector<HeldConnection>& held,
+                                               uid_t newcomer);
 
 /// The control socket (docs/protocol.md): a non-blocking Unix stream server that reads request
 /// lines, passes each with the peer's credentials (SO_PEERCRED, SO_PEERGROUPS, taken when it
@@ -74,6 +89,9 @@ class ControlServer {
     };
     /// Why a new peer may not connect now (empty: it may).
     std::string refusal(const control::PeerCredentials& peer) const;
+    /// With every slot taken: closes the least recently active connection of the uid holding
+    /// the most, if it holds two more than `peer`'s uid; whether it did.
+    bool make_room(const control::PeerCredentials& peer);
     void accept_all();
     void serve(int fd, std::uint32_t events);
     void read_requests(Connection& c);

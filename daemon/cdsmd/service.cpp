@@ -4,12 +4,14 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <poll.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <systemd/sd-daemon.h>
 #include <unistd.h>
 
@@ -167,10 +169,11 @@ void Service::reload_config() {
 
 // ---- state file: what must survive a restart ------------------------------------------------
 
-void Service::save_state() const {
-    if (config_.state_file.empty() || options_.dry_run) return;
+std::string state_file_text(const std::map<std::uint32_t, AppState>& apps_by_id,
+                            const std::set<pid_t>& untracked_pids,
+                            const std::set<std::string>& untracked_cgroups) {
     Json apps = Json::array();
-    for (const auto& [id, app] : apps_) {
+    for (const auto& [id, app] : apps_by_id) {
         Json bound = Json::object(), foreign = Json::array();
         for (const auto& [tid, t] : app.tasks) {
             if (t.bound_cpu) bound[std::to_string(tid)] = *t.bound_cpu;
@@ -187,6 +190,18 @@ void Service::save_state() const {
                         {"foreign", foreign},
                         {"history", Json(app.history)}});
     }
+    // Names are users' (a command name is any 15 bytes): bytes that are not UTF-8 become
+    // U+FFFD instead of failing the dump, and with it every later save of every application.
+    return Json{{"version", 1},
+                {"apps", apps},
+                {"untracked_pids", untracked_pids},
+                {"untracked_cgroups", untracked_cgroups}}
+               .dump(-1, ' ', false, Json::error_handler_t::replace) +
+           "\n";
+}
+
+void Service::save_state() const {
+    if (config_.state_file.empty() || options_.dry_run) return;
     const std::filesystem::path path(config_.state_file);
     try {
         // Its directory may also hold the socket, which users must reach: 0755 when created.
@@ -195,14 +210,9 @@ void Service::save_state() const {
             std::filesystem::create_directories(dir);
             ::chmod(dir.c_str(), 0755);
         }
-        const std::string text = Json{{"version", 1},
-                                      {"apps", apps},
-                                      {"untracked_pids", untracked_pids_},
-                                      {"untracked_cgroups", untracked_cgroups_}}
-                                     .dump() +
-                                 "\n";
         // Private whatever the umask: it names every user's applications.
-        write_file_atomically(path, text, 0600);
+        write_file_atomically(path, state_file_text(apps_, untracked_pids_, untracked_cgroups_),
+                              0600);
     } catch (const std::exception& e) {
         spdlog::warn("cannot save state to {}: {}", path.string(), e.what());
     }
@@ -430,9 +440,17 @@ void Service::run_due() {
 
 // ---- automatic tracking ---------------------------------------------------------------------
 
-void Service::track_pid(pid_t pid, const std::string& name) {
+void Service::track_pid(pid_t pid, const std::string& name, int pidfd) {
     try {
         const std::uint32_t id = kernel_.track_pid(pid);
+        // The rule matched what /proc said of process `pid` while `pidfd` referred to it: if it
+        // has exited since, the number may have been reused and the module tracked another.
+        pollfd p{pidfd, POLLIN, 0};
+        if (::poll(&p, 1, 0) != 0) {
+            spdlog::info("process {} ended while it was being tracked; released", pid);
+            kernel_.release(id);
+            return;
+        }
         for (const cdsm_app_info& info : kernel_.list_apps()) {
             if (info.app_id == id) adopt(info, name);
         }
@@ -498,6 +516,9 @@ void Service::scan_rules() {
         if (pid <= 1 || pid == ::getpid() || rejected_pids_.count(pid) ||
             untracked_pids_.count(pid))
             continue;
+        // Held from before its /proc files are read until it is tracked (track_pid).
+        const Fd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+        if (!pidfd) continue;  // gone
         const auto status = procfs::status(pid);
         const auto comm = procfs::comm(pid);
         if (!status || !comm || status->threads == 0) continue;  // gone, or a kernel thread
@@ -505,7 +526,7 @@ void Service::scan_rules() {
                                  status->threads};
         for (const TrackRule& rule : config_.rules) {
             if (rule.cgroup_only() || !rule_matches(rule, facts)) continue;
-            track_pid(pid, rule.name.empty() ? *comm : rule.name);
+            track_pid(pid, rule.name.empty() ? *comm : rule.name, pidfd.get());
             break;
         }
     }
@@ -534,7 +555,8 @@ int Service::run() {
     if (options_.once) {
         for (auto& [id, app] : apps_) {
             if (app.ended_at) continue;
-            std::cout << map_app(app, MapRequest{!options_.dry_run, {}, true, false}).dump()
+            std::cout << map_app(app, MapRequest{!options_.dry_run, {}, true, false})
+                             .dump(-1, ' ', false, Json::error_handler_t::replace)
                       << std::endl;
         }
         save_state();

@@ -29,6 +29,12 @@
 
 namespace cdsm::cdsmd {
 
+/// The state file's text (what must survive a restart: each application's name, mode, bindings,
+/// history; what was untracked on request). Never throws on names that are not UTF-8.
+std::string state_file_text(const std::map<std::uint32_t, AppState>& apps,
+                            const std::set<pid_t>& untracked_pids,
+                            const std::set<std::string>& untracked_cgroups);
+
 /// How cdsmd was started (its command line).
 struct Options {
     std::filesystem::path config_path{std::string(kDefaultConfigPath)};
@@ -83,7 +89,8 @@ class Service {
 
     // Automatic tracking.
     void scan_rules();
-    void track_pid(pid_t pid, const std::string& name);
+    /// Tracks process pid for a rule; `pidfd` refers to the process the rule matched.
+    void track_pid(pid_t pid, const std::string& name, int pidfd);
 
     // Control socket (commands.hpp). tests/fuzz/fuzz_request.cpp calls handle()
     // (ServiceFuzzAccess).

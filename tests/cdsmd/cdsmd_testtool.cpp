@@ -24,6 +24,16 @@
 //   cdsmd-testtool churn --threads N --seconds S
 //       N slots in pairs, each running one busy thread at a time that lives 0.2-1 s: tasks
 //       exit while cdsmd maps and migrates them
+//   cdsmd-testtool fat-environ --processes N --mib M --seconds S
+//       forks N processes, each of which execs this program again (as "exe") with M MiB of
+//       environment and then joins its environment strings in memory, so that its
+//       /proc/PID/environ is one variable, PMI_RANK=0xxx..., M MiB long; they sleep S seconds
+//   cdsmd-testtool hammer --connections C --seconds S --request JSON
+//       C connections, each sending the request again as soon as it is answered, for S seconds;
+//       prints "answers=N" and the count of each answer ("ok=A EAGAIN=B ...")
+//   cdsmd-testtool latency --seconds S
+//       sends {"cmd":"list"} every 50 ms for S seconds on new connections; prints
+//       "count=N p50_ms=X max_ms=Y errors=E"
 //   cdsmd-testtool selfpin --threads N --pin-after S --cpu C --seconds T --truth FILE
 //       N threads in pairs (i, N-1-i) sharing memory; after S seconds thread 0 binds itself to
 //       CPU C (-1: two CPUs after its current one), like a runtime that changes its own
@@ -32,12 +42,15 @@
 #include <pthread.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
 #include <cdsm/cost.hpp>
 #include <cdsm/mapper.hpp>
@@ -51,6 +64,7 @@
 #include <iterator>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -435,7 +449,119 @@ int churn(int threads, double seconds) {
     return 0;
 }
 
+int fat_environ(int processes, double mib, double seconds) {
+    // The kernel takes at most a quarter of the stack limit for arguments and environment, and
+    // 128 KiB per string.
+    rlimit stack{};
+    ::getrlimit(RLIMIT_STACK, &stack);
+    const rlim_t want = rlim_t(mib * 4 + 64) << 20;
+    if (stack.rlim_cur != RLIM_INFINITY && stack.rlim_cur < want) {
+        stack.rlim_cur = std::min(want, stack.rlim_max);
+        if (::setrlimit(RLIMIT_STACK, &stack) != 0) throw std::runtime_error("setrlimit");
+    }
+    std::vector<std::string> env = {"PMI_RANK=0"};
+    for (std::size_t done = 0, k = 0; done < std::size_t(mib * 1048576); ++k) {
+        env.push_back(fmt::format("FILL{}=", k) + std::string(120 << 10, 'x'));
+        done += env.back().size() + 1;
+    }
+    std::vector<char*> envp;
+    for (auto& e : env) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    const std::string secs = fmt::format("{}", seconds);
+    std::vector<pid_t> children;
+    for (int i = 0; i < processes; ++i) {
+        const pid_t pid = ::fork();
+        if (pid == 0) {
+            const char* argv[] = {"exe", "fat-environ-child", secs.c_str(), nullptr};
+            ::execve("/proc/self/exe", const_cast<char**>(argv), envp.data());
+            std::fprintf(stderr, "fat-environ: exec: %s\n", std::strerror(errno));
+            ::_exit(127);
+        }
+        if (pid > 0) children.push_back(pid);
+    }
+    int failed = 0;
+    for (pid_t pid : children) {
+        int status = 0;
+        ::waitpid(pid, &status, 0);
+        failed += !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    return failed ? 1 : 0;
+}
+
+// After the exec: the environment strings are contiguous; the NULs between them become 'x', so
+// the area is one string, the first variable's value.
+int fat_environ_child(double seconds) {
+    std::vector<char*> ends;
+    for (char** e = environ; *e; ++e) {
+        char* end = *e + std::strlen(*e);
+        if (e[1] && e[1] == end + 1) ends.push_back(end);
+    }
+    for (char* end : ends) *end = 'x';
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+    return 0;
+}
+
+int hammer(int connections, double seconds, const std::string& json, const std::string& socket) {
+    std::mutex lock;
+    std::map<std::string, long> answers;
+    const auto until = Clock::now() + std::chrono::duration<double>(seconds);
+    std::vector<std::thread> clients;
+    for (int i = 0; i < connections; ++i) {
+        clients.emplace_back([&] {
+            std::map<std::string, long> mine;
+            try {
+                cdsm::control::Client c(cdsm::control::socket_path(socket));
+                while (Clock::now() < until) {
+                    try {
+                        c.request_line(json);
+                        ++mine["ok"];
+                    } catch (const cdsm::control::ProtocolError& e) {
+                        ++mine[e.code()];
+                        if (e.code() == "EPROTO" || e.code() == "EIO" || e.code() == "EBUSY") break;
+                    }
+                }
+            } catch (const std::exception& e) {
+                ++mine["connect"];
+            }
+            const std::lock_guard<std::mutex> held(lock);
+            for (const auto& [code, n] : mine) answers[code] += n;
+        });
+    }
+    for (auto& t : clients) t.join();
+    long total = 0;
+    std::string counts;
+    for (const auto& [code, n] : answers) {
+        total += n;
+        counts += fmt::format(" {}={}", code, n);
+    }
+    std::printf("answers=%ld%s\n", total, counts.c_str());
+    return 0;
+}
+
+int latency(double seconds, const std::string& socket) {
+    std::vector<double> ms;
+    int errors = 0;
+    const auto until = Clock::now() + std::chrono::duration<double>(seconds);
+    while (Clock::now() < until) {
+        const auto t0 = Clock::now();
+        try {
+            cdsm::control::Client c(cdsm::control::socket_path(socket));
+            c.request({{"cmd", "list"}});
+        } catch (const std::exception&) {
+            ++errors;
+        }
+        ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t0).count());
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    std::sort(ms.begin(), ms.end());
+    std::printf("count=%zu p50_ms=%.0f max_ms=%.0f errors=%d\n", ms.size(),
+                ms.empty() ? 0 : ms[ms.size() / 2], ms.empty() ? 0 : ms.back(), errors);
+    return 0;
+}
+
 int main(int argc, char** argv) {
+    if (argc == 3 && std::string_view(argv[1]) == "fat-environ-child")
+        return fat_environ_child(std::atof(argv[2]));
     CLI::App app{"cdsmd's VM-test helper", "cdsmd-testtool"};
     app.require_subcommand(1);
     std::string json, socket, truth;
@@ -478,8 +604,26 @@ int main(int argc, char** argv) {
     auto* ch = app.add_subcommand("churn", "pairs of threads that keep exiting and restarting");
     ch->add_option("--threads", threads)->check(CLI::Range(2, 64));
     ch->add_option("--seconds", seconds);
+    int processes = 1;
+    double mib = 6;
+    auto* fe = app.add_subcommand("fat-environ", "processes whose environ is one huge value");
+    fe->add_option("--processes", processes)->required();
+    fe->add_option("--mib", mib);
+    fe->add_option("--seconds", seconds);
+    int conns = 16;
+    auto* hm = app.add_subcommand("hammer", "a request again and again on many connections");
+    hm->add_option("--connections", conns);
+    hm->add_option("--seconds", seconds);
+    hm->add_option("--request", json)->required();
+    hm->add_option("--socket", socket);
+    auto* la = app.add_subcommand("latency", "list every 50 ms; its latency");
+    la->add_option("--seconds", seconds);
+    la->add_option("--socket", socket);
     CLI11_PARSE(app, argc, argv);
     try {
+        if (*fe) return fat_environ(processes, mib, seconds);
+        if (*hm) return hammer(conns, seconds, json, socket);
+        if (*la) return latency(seconds, socket);
         if (*ch) return churn(threads, seconds);
         if (*req) return request(json, socket);
         if (*ex) return exec_after_connect(json, socket, program);

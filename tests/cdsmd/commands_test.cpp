@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "server.hpp"
+#include "service.hpp"
 
 namespace cdsm::cdsmd {
 namespace {
@@ -139,29 +140,32 @@ class ControlTest : public ::testing::Test {
     std::vector<std::uint32_t> adopted, forgotten;
     std::vector<std::string> maps;
     int saved = 0, params_applied = 0, reloaded = 0;
-    Commands commands{CommandContext{
-        .apps = apps,
-        .config = config,
-        .planner = planner,
-        .kernel = kernel,
-        .proc = proc,
-        .untracked_pids = untracked_pids,
-        .untracked_cgroups = untracked_cgroups,
-        .counters = counters,
-        .dry_run = dry_run,
-        .adopt = [this](const cdsm_app_info& info, const std::string& name) -> AppState& {
-            return adopt(info, name);
-        },
-        .forget = [this](std::uint32_t id) { forgotten.push_back(id), apps.erase(id); },
-        .save_state = [this] { ++saved; },
-        .apply_kernel_params = [this] { ++params_applied; },
-        .reload_config = [this] { ++reloaded; },
-        .map =
-            [this](AppState& app, const MapRequest& request) {
-                maps.push_back(app.name + (request.apply ? " apply " : " dry ") +
-                               request.algorithm);
-                return Json{{"app_id", app.info.app_id}};
-            }}};
+    CommandContext context() {
+        return CommandContext{
+            .apps = apps,
+            .config = config,
+            .planner = planner,
+            .kernel = kernel,
+            .proc = proc,
+            .untracked_pids = untracked_pids,
+            .untracked_cgroups = untracked_cgroups,
+            .counters = counters,
+            .dry_run = dry_run,
+            .adopt = [this](const cdsm_app_info& info, const std::string& name) -> AppState& {
+                return adopt(info, name);
+            },
+            .forget = [this](std::uint32_t id) { forgotten.push_back(id), apps.erase(id); },
+            .save_state = [this] { ++saved; },
+            .apply_kernel_params = [this] { ++params_applied; },
+            .reload_config = [this] { ++reloaded; },
+            .map =
+                [this](AppState& app, const MapRequest& request) {
+                    maps.push_back(app.name + (request.apply ? " apply " : " dry ") +
+                                   request.algorithm);
+                    return Json{{"app_id", app.info.app_id}};
+                }};
+    }
+    Commands commands{context()};
 };
 
 TEST_F(ControlTest, AUserSeesOnlyItsOwnApplicationsAndOthersLookUnknown) {
@@ -286,10 +290,70 @@ TEST_F(ControlTest, TasksShowWhatCdsmdDoesWithEachTask) {
     EXPECT_EQ(ask({{"cmd", "matrix"}, {"app", 1}, {"view", "aged"}})["cells"], m["cells"]);
 }
 
+TEST_F(ControlTest, UsersMapRequestsHaveAShareOfCdsmdsTime) {
+    // No burst and almost no share: once a user's request took any time, the next one of any
+    // unprivileged uid waits; root's are not counted.
+    using namespace std::chrono_literals;
+    Commands strict{context(), {.share_per_uid = 1e-12, .share_all = 1e-12, .burst = 0ns}};
+    const auto answer = [&](const Json& r, const PeerCredentials& p) {
+        const Json reply = ControlServer::answer(
+            [&](const Json& q, const PeerCredentials& c) { return strict.handle(q, c); }, r.dump(),
+            p);
+        return reply["ok"].get<bool>() ? std::string("ok") : reply["code"].get<std::string>();
+    };
+    const Json dry = {{"cmd", "map"}, {"app", 2}, {"dry_run", true}};
+    EXPECT_EQ(answer(dry, user(1000)), "ok");
+    EXPECT_EQ(answer(dry, user(1000)), "EAGAIN");
+    apps.at(1).info.uid = 1001;  // another user's application: the common share is spent too
+    EXPECT_EQ(answer({{"cmd", "map"}, {"app", 1}, {"dry_run", true}}, user(1001)), "EAGAIN");
+    EXPECT_EQ(answer({{"cmd", "list"}}, user(1000)), "ok");  // only the work is budgeted
+    EXPECT_EQ(answer(dry, root()), "ok");
+    EXPECT_EQ(answer(dry, root()), "ok");
+    EXPECT_EQ(maps.size(), 3u);
+    // A user's request for an application beyond kMaxRequestTasks is refused before any work.
+    apps.at(2).info.nr_live_tasks = kMaxRequestTasks + 1;
+    EXPECT_EQ(refusal(dry, user(1000)), "E2BIG");
+    EXPECT_EQ(maps.size(), 3u);
+    apps.at(2).info.nr_live_tasks = kMaxRequestTasks;
+    EXPECT_EQ(refusal(dry, user(1000)), "ok");
+}
+
+TEST_F(ControlTest, OnlyTheFactsOfLiveProcessesEnvironmentsAreKept) {
+    cdsm_task_info a{}, b{};
+    a.index = 0, a.tid = 500, a.tgid = 500;
+    b.index = 1, b.tid = 600, b.tgid = 600;
+    kernel.task_list = {a, b};
+    AppState& app = apps.at(1);
+    observe(app, kernel, proc);
+    ASSERT_EQ(app.env_by_tgid.size(), 2u);
+    EXPECT_EQ(app.env_by_tgid.at(600).facts.rank, 600);
+    // Process 600 exited: what cdsmd read of it goes (it used to stay until the application
+    // ended, and with it whatever the process had written in its environment).
+    kernel.task_list[1].flags = CDSM_TASK_EXITED;
+    observe(app, kernel, proc);
+    EXPECT_EQ(app.env_by_tgid.size(), 1u);
+    EXPECT_TRUE(app.env_by_tgid.count(500));
+}
+
+TEST_F(ControlTest, TheStateFileIsWrittenWhateverTheNamesBytes) {
+    // A process named "\xff" names its unnamed application so: the strict dump threw, and every
+    // later save of every application failed.
+    apps.at(2).name = "\xff";
+    apps.at(2).tasks[7].bound_cpu = 3;
+    std::string text;
+    ASSERT_NO_THROW(text = state_file_text(apps, {42}, {"/a"}));
+    const Json state = Json::parse(text);
+    EXPECT_EQ(state["apps"][1]["name"], "\xef\xbf\xbd");  // U+FFFD
+    EXPECT_EQ(state["apps"][1]["bound"]["7"], 3);
+    EXPECT_EQ(state["apps"][0]["name"], "pairs");
+    EXPECT_EQ(state["untracked_pids"], Json::parse("[42]"));
+}
+
 TEST_F(ControlTest, MapSetReloadStatsAndTopology) {
     ask({{"cmd", "map"}, {"app", 1}, {"algorithm", "compact"}});
     EXPECT_EQ(maps, std::vector<std::string>{"pairs apply compact"});
     EXPECT_EQ(refusal({{"cmd", "map"}, {"app", 1}, {"algorithm", "nope"}}, root()), "EINVAL");
+    EXPECT_EQ(refusal({{"cmd", "map"}, {"app", 1}, {"algorithm", "exhaustive"}}, root()), "EINVAL");
 
     EXPECT_EQ(refusal({{"cmd", "set"}, {"params", {{"nope", 1}}}}, root()), "EINVAL");
     EXPECT_EQ(params_applied, 0);

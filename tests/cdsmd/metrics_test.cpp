@@ -5,9 +5,11 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -15,6 +17,9 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
+
+#include "atomic_file.hpp"
 
 namespace cdsm::cdsmd {
 namespace {
@@ -253,8 +258,8 @@ TEST(Metrics, AnUnwritableDirectoryIsLoggedOnceAndRetried) {
     writer.tick(t0, sample_snapshot);  // must not throw: cdsmd keeps running
     const std::string first = log.text();
     EXPECT_NE(first.find(fmt::format("warning: metrics: cannot write {}/cdsm.prom (tried again "
-                                     "every 2000 ms): open {}/cdsm.prom.tmp: No such file or "
-                                     "directory",
+                                     "every 2000 ms): create a temporary file for {}/cdsm.prom: "
+                                     "No such file or directory",
                                      missing.string(), missing.string())),
               std::string::npos)
         << first;
@@ -329,6 +334,69 @@ TEST(Metrics, GatherLeavesEndedApplicationsOut) {
     EXPECT_EQ(s.mapping_passes, 12u);
     EXPECT_GT(s.resident_bytes, 0u);
     EXPECT_GT(s.start_time_s, 1.7e9);
+}
+
+TEST(AtomicFile, NothingOthersMadeInTheDirectoryIsOpened) {
+    // cdsm.prom.tmp was opened by its name, without O_NONBLOCK: a FIFO made there by an account
+    // that may write the directory blocked cdsmd in open() for good. The write runs in a child
+    // so that a blocked one fails the test instead of hanging it.
+    const fs::path dir = fs::path(::testing::TempDir()) / fmt::format("atomic-{}", ::getpid());
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const fs::path file = dir / "cdsm.prom";
+    ASSERT_EQ(::mkfifo((file.string() + ".tmp").c_str(), 0666), 0);
+    fs::create_symlink("/nonexistent-target", file.string() + ".XXXXXX");
+    const pid_t child = ::fork();
+    if (child == 0) {
+        try {
+            write_file_atomically(file, "metrics\n", 0644);
+        } catch (...) {
+            ::_exit(1);
+        }
+        ::_exit(0);
+    }
+    int status = -1;
+    for (int waited = 0; waited < 1000 && ::waitpid(child, &status, WNOHANG) == 0; ++waited)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (status == -1) {
+        ::kill(child, SIGKILL);
+        ::waitpid(child, &status, 0);
+        FAIL() << "write_file_atomically blocked on the FIFO";
+    }
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    std::ifstream in(file);
+    std::string text((std::istreambuf_iterator<char>(in)), {});
+    EXPECT_EQ(text, "metrics\n");
+    EXPECT_EQ(fs::status(file).permissions() & fs::perms::all,
+              fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read |
+                  fs::perms::others_read);
+    EXPECT_TRUE(fs::is_fifo(file.string() + ".tmp"));
+    std::size_t entries = 0;
+    for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++entries;
+    EXPECT_EQ(entries, 3u);  // the file, the FIFO, the link: no temporary file left
+    fs::remove_all(dir);
+}
+
+TEST(AtomicFile, ADirectoryOthersMayWriteIsNamed) {
+    EXPECT_EQ(others_may_write("/"), std::nullopt);
+    EXPECT_EQ(others_may_write("/nonexistent-directory"), std::nullopt);
+    struct stat tmp {};
+    if (::stat("/tmp", &tmp) == 0 && tmp.st_uid == 0 && (tmp.st_mode & S_IWOTH)) {
+        ASSERT_TRUE(others_may_write("/tmp"));
+        EXPECT_NE(others_may_write("/tmp")->find("every user may write it"), std::string::npos);
+    }
+    const fs::path mine = fs::path(::testing::TempDir()) / fmt::format("owned-{}", ::getpid());
+    fs::create_directories(mine);
+    if (::geteuid() != 0) {
+        ASSERT_TRUE(others_may_write(mine));
+        EXPECT_NE(others_may_write(mine)->find("belongs to uid"), std::string::npos);
+    } else {
+        ::chmod(mine.c_str(), 0757);
+        EXPECT_TRUE(others_may_write(mine));
+        ::chmod(mine.c_str(), 0755);
+        EXPECT_FALSE(others_may_write(mine));
+    }
+    fs::remove_all(mine);
 }
 
 }  // namespace

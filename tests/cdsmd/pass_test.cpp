@@ -90,7 +90,7 @@ class RecordedSystem final : public KernelSource, public ProcSource, public Appl
         procfs::TaskStat s;
         s.state = 'R';
         s.processor = int(cpu_[tid]);
-        s.start_ticks = 0;
+        s.start_ticks = start_.count(tid) ? start_.at(tid) : 0;
         s.runnable_ns = busy_[tid] ? now_ : now_ / 1000;
         return s;
     }
@@ -134,6 +134,8 @@ class RecordedSystem final : public KernelSource, public ProcSource, public Appl
     /// Where the scheduler runs a task now, its mask unchanged.
     void run_on(pid_t tid, std::uint32_t cpu) { cpu_[tid] = cpu; }
     void set_busy(pid_t tid, bool busy) { busy_.at(tid) = busy; }
+    /// The task's start time in /proc (clock ticks since boot; 0 in the recordings).
+    void set_start(pid_t tid, std::uint64_t ticks) { start_[tid] = ticks; }
     void set_env(pid_t tgid, const std::string& name, const std::string& value) {
         env_[tgid][name] = value;
     }
@@ -169,6 +171,7 @@ class RecordedSystem final : public KernelSource, public ProcSource, public Appl
     std::map<pid_t, std::uint32_t> cpu_;
     std::map<pid_t, std::vector<std::uint32_t>> mask_;
     std::map<pid_t, bool> busy_;
+    std::map<pid_t, std::uint64_t> start_;
     std::map<pid_t, std::string> comm_;
     std::map<pid_t, std::map<std::string, std::string>> env_;
     std::uint64_t now_ = 60 * kSecond;
@@ -707,6 +710,47 @@ TEST_P(Pass, AnApplicationInACpusetStaysInIt) {
     EXPECT_EQ(app.history.back()["why"], "outside");
 }
 
+TEST_P(Pass, ATaskWhoseNumberWasReusedIsNeitherReadNorMoved) {
+    start("mpi-ring-bound");
+    const Observation seen = observe(app, *system, *system);
+    const pid_t reused = system->busy_tids().front();
+    cdsm_task_info info{};
+    for (const cdsm_task_info& t : seen.tasks)
+        if (t.tid == reused) info = t;
+    ASSERT_EQ(info.tid, reused);
+    // Its number now belongs to a task that started after the module's joined (arrival_ns).
+    system->set_start(reused, info.arrival_ns / (kSecond / 100) + 1);
+    for (const TaskReading& r : read_tasks(seen, *system)) EXPECT_NE(r.task.tid, reused);
+
+    // Planned while it was the application's; replaced before the plan is applied.
+    system->set_start(reused, 0);
+    const auto mask = *system->affinity(reused);
+    Classified tasks;
+    tasks.indices = {info.index};
+    tasks.tids = {reused};
+    tasks.tgids = {info.tgid};
+    tasks.start_ticks = {0};
+    tasks.current = {system->cpu(reused)};
+    tasks.masks = {mask};
+    Plan plan;
+    plan.target_cpus = {mask.front() == 7u ? 6u : 7u};
+    plan.changed = true;
+    system->set_start(reused, 1);
+    app.tasks[reused].role = TaskRole::kPlace;
+    PassContext context{.config = config,
+                        .planner = planner,
+                        .kernel = *system,
+                        .proc = *system,
+                        .applier = *system,
+                        .dry_run = false,
+                        .claimed_by_others = {},
+                        .save_state = [] {}};
+    const Applied applied = apply_plan(app, tasks, plan, true, context);
+    EXPECT_TRUE(applied.moved.empty()) << applied.moved.dump();
+    EXPECT_EQ(*system->affinity(reused), mask);
+    EXPECT_FALSE(app.tasks.count(reused));
+}
+
 TEST_P(Pass, MpiRanksArePlacedButNotTheLauncherNorIdleHelpers) {
     start("mpi-ring-bound");
     const Json d = run();
@@ -714,7 +758,7 @@ TEST_P(Pass, MpiRanksArePlacedButNotTheLauncherNorIdleHelpers) {
     std::size_t ranks = 0, launchers = 0;
     for (const auto& [tid, ts] : app.tasks) {
         const auto env = app.env_by_tgid.find(tid);
-        if (env != app.env_by_tgid.end() && mpi_rank(env->second.vars)) {
+        if (env != app.env_by_tgid.end() && env->second.facts.rank) {
             ++ranks;
             EXPECT_EQ(ts.role, TaskRole::kPlace) << tid;
         } else {

@@ -238,5 +238,36 @@ TEST(ControlServer, IdleAndHalfSentRequestsTimeOut) {
     EXPECT_EQ(running.server().connections(), 1u);
 }
 
+TEST(ControlServer, WhenFullAUidWithFewerConnectionsTakesASlotOfTheUidWithMost) {
+    // One user's subordinate uids (100-107) hold every slot, 16 each; each was active at t0+k.
+    const auto t0 = std::chrono::steady_clock::time_point{};
+    std::vector<HeldConnection> held;
+    for (uid_t uid = 100; uid < 108; ++uid)
+        for (int k = 0; k < 16; ++k)
+            held.push_back({uid, t0 + std::chrono::seconds((k * 7 + uid * 3) % 50)});
+    held.push_back({0, t0});  // root's do not count
+    // Another user, and the plugin's report child as the job's user: the least recently active
+    // connection of the uid holding the most (all hold 16: the first such) makes room.
+    const auto k = connection_to_evict(held, 2000);
+    ASSERT_TRUE(k);
+    EXPECT_EQ(held[*k].uid, 100u);
+    for (const HeldConnection& h : held) {
+        if (h.uid == 100) {
+            EXPECT_LE(held[*k].active, h.active);
+        }
+    }
+    // Once every uid holds about as many, nobody is evicted: the attacker's own uid with 15
+    // cannot take a slot of one with 16, nor a newcomer's single one.
+    held.erase(held.begin() + std::ptrdiff_t(*k));
+    held.push_back({2000, t0 + std::chrono::seconds(60)});
+    EXPECT_FALSE(connection_to_evict(held, 101));
+    EXPECT_FALSE(connection_to_evict(held, 100));
+    EXPECT_EQ(held[*connection_to_evict(held, 2001)].uid, 101u);  // the next uid with 16
+    // A uid holding one fewer than the most does not evict (two uids would take turns).
+    EXPECT_FALSE(connection_to_evict({{5, t0}, {5, t0}, {6, t0}}, 6));
+    EXPECT_TRUE(connection_to_evict({{5, t0}, {5, t0}, {6, t0}}, 7));
+    EXPECT_FALSE(connection_to_evict({{0, t0}, {0, t0}, {0, t0}}, 7));
+}
+
 }  // namespace
 }  // namespace cdsm::cdsmd
