@@ -31,6 +31,7 @@
 #include <linux/seq_file.h>
 #include <linux/string.h>
 #include <linux/timekeeping.h>
+#include <linux/user_namespace.h>
 #include <linux/vmalloc.h>
 
 #include "cdsm_app.h"
@@ -491,10 +492,30 @@ static bool cdsm_was_untracked(struct task_struct *p)
 }
 
 /*
- * Auto mode may take one more application of @uid: at most auto_max_apps
- * automatic applications in all (the other slots stay for TRACK) and
- * auto_per_uid of one user; ended ones count until they are removed, as
- * they hold their slots. Context: cdsm_lock held.
+ * The user an automatic application of @p's process is charged to: @p's
+ * effective uid, or, for a process in a user namespace, the owner of the
+ * outermost one below the initial namespace, so that a user who maps a range
+ * of uids (subordinate uids) into a namespace has one quota, not one per uid.
+ * Context: rcu_read_lock() held.
+ */
+static kuid_t cdsm_auto_quota_uid(struct task_struct *p)
+{
+	const struct cred *cred = __task_cred(p);
+	struct user_namespace *ns = cred->user_ns;
+
+	if (ns == &init_user_ns)
+		return cred->euid;
+	while (ns->parent != &init_user_ns)
+		ns = ns->parent;
+	return ns->owner;
+}
+
+/*
+ * Auto mode may take one more application charged to @uid: at most
+ * auto_max_apps automatic applications in all (the other slots stay for
+ * TRACK) and auto_per_uid of one user (cdsm_auto_quota_uid()); ended ones
+ * count until they are removed, as they hold their slots. Context: cdsm_lock
+ * held.
  */
 static bool cdsm_auto_quota_ok(kuid_t uid)
 {
@@ -507,7 +528,7 @@ static bool cdsm_auto_quota_ok(kuid_t uid)
 		if (!app || app->kind != CDSM_TRACK_AUTO)
 			continue;
 		all++;
-		mine += uid_eq(app->uid, uid);
+		mine += uid_eq(app->quota_uid, uid);
 	}
 	return all < READ_ONCE(cdsm_auto_max_apps) && mine < READ_ONCE(cdsm_auto_per_uid);
 }
@@ -522,17 +543,20 @@ static bool cdsm_auto_quota_ok(kuid_t uid)
  */
 void cdsm_app_create_auto(struct task_struct *p)
 {
+	kuid_t quota_uid = cdsm_auto_quota_uid(p);
 	struct cdsm_app *app;
 
 	if (cdsm_was_untracked(p))
 		return;
-	if (!cdsm_auto_quota_ok(task_euid(p))) {
+	if (!cdsm_auto_quota_ok(quota_uid)) {
 		cdsm_auto_refused++;
 		return;
 	}
 	app = cdsm_app_create(CDSM_TRACK_AUTO, task_tgid_nr(p->group_leader), NULL, GFP_NOWAIT);
-	if (!IS_ERR(app))
-		cdsm_app_add_threads(app, p->group_leader);
+	if (IS_ERR(app))
+		return;
+	app->quota_uid = quota_uid;
+	cdsm_app_add_threads(app, p->group_leader);
 }
 
 /**

@@ -32,6 +32,8 @@ struct mem_cgroup;
  * @root_pid:		the tracked process, 0 for a cgroup.
  * @uid:		owner: effective uid of the first task when it joined, never
  *			changed; INVALID_UID until a task joined (a cgroup's).
+ * @quota_uid:		the user auto mode's per-user quota charges for an automatic
+ *			application (cdsm_auto_quota_uid()); unused for other kinds.
  * @memcg:		memory cgroup of the first task (a reference), or NULL: the
  *			application's memory is charged to it.
  * @cgrp:		the tracked cgroup (a reference), or NULL.
@@ -63,6 +65,7 @@ struct cdsm_app {
 	u32 flags;
 	pid_t root_pid;
 	kuid_t uid;
+	kuid_t quota_uid;
 	struct mem_cgroup *memcg;
 	struct cgroup *cgrp;
 	u64 start_ns;

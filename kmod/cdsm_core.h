@@ -19,7 +19,7 @@
  * is the application's slot (8 bits) and the slot's generation (10 bits):
  * stale table entries of an application alias a new one only after 1024
  * reuses of its slot, and the module clears the table when a generation
- * wraps (see cdsm_app.c). 14 bits hold the largest max_tasks (8192).
+ * wraps (see cdsm_app.c). 14 bits hold the largest max_tasks (cdsm_params.h).
  */
 #define CDSM_SHARER_APP_SHIFT 14
 #define CDSM_MAX_TASK_INDEX 0x3ffe

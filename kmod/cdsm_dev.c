@@ -192,7 +192,7 @@ static long cdsm_ioc_get_matrix(struct file *file, unsigned int nr, void __user 
 	app = cdsm_get_readable(file, a.app_id);
 	if (IS_ERR(app))
 		return PTR_ERR(app);
-	/* At most max_tasks (<= CDSM_MAX_TASKS): at most 256 MiB, charged to the reader. */
+	/* At most max_tasks (<= CDSM_MAX_TASKS): at most 128 MiB, charged to the reader. */
 	dim = cdsm_app_nr_tasks(app);
 	if (dim > a.capacity) {
 		a.dim = dim;

@@ -11,6 +11,7 @@
 #include <linux/mm.h>
 #include <linux/module.h>
 #include <linux/mutex.h>
+#include <linux/sizes.h>
 #include <linux/string.h>
 
 #include "cdsm_core.h"
@@ -40,7 +41,7 @@ MODULE_PARM_DESC(rearm_period_ms, "worker period in ms, 1..1000 (default 10)");
 
 static unsigned int max_tasks = 4096;
 module_param(max_tasks, uint, 0444);
-MODULE_PARM_DESC(max_tasks, "largest matrix, in tasks, 2..8192 (default 4096)");
+MODULE_PARM_DESC(max_tasks, "largest matrix, in tasks, 2..5792 (default 4096)");
 
 static unsigned int auto_threads;
 module_param(auto_threads, uint, 0444);
@@ -49,7 +50,7 @@ MODULE_PARM_DESC(auto_threads, "track any process with at least this many thread
 unsigned int cdsm_auto_per_uid = 4;
 module_param_named(auto_per_uid, cdsm_auto_per_uid, uint, 0644);
 MODULE_PARM_DESC(auto_per_uid,
-		 "automatic applications of one user (effective uid) at once, ended ones included (default 4)");
+		 "automatic applications of one user (effective uid, or the owner of its user namespace) at once, ended ones included (default 4)");
 
 unsigned int cdsm_auto_max_apps = 128;
 module_param_named(auto_max_apps, cdsm_auto_max_apps, uint, 0644);
@@ -147,6 +148,8 @@ int cdsm_params_init(void)
 
 	/* The largest task index and the application key fit a sharer id. */
 	BUILD_BUG_ON(CDSM_MAX_TASKS - 1 > CDSM_MAX_TASK_INDEX);
+	/* An application's two matrices stay within 256 MiB (docs/security.md). */
+	BUILD_BUG_ON(2ULL * CDSM_MAX_TASKS * CDSM_MAX_TASKS * sizeof(u32) > SZ_256M);
 	if (!p.hash_entries_log2)
 		p.hash_entries_log2 = clamp(order_base_2(totalram_pages()), 12, 22);
 	err = cdsm_params_check(&p, true);

@@ -14,11 +14,12 @@
 /* Smallest matrix allocated for an application, in tasks. */
 #define CDSM_MIN_MATRIX_DIM 16
 /*
- * Largest max_tasks: a matrix of 8192 tasks is 256 MiB (an application's
- * largest allocation, far below kvmalloc's INT_MAX limit), and the task index
- * fits the sharer id's 14 bits (cdsm_core.h).
+ * Largest max_tasks: an application's two matrices (aged and whole-run) of
+ * 5792 tasks take 256 MiB together, the documented bound (5793 would pass
+ * it); each is far below kvmalloc's INT_MAX limit, and the task index fits
+ * the sharer id's 14 bits (cdsm_core.h).
  */
-#define CDSM_MAX_TASKS 8192
+#define CDSM_MAX_TASKS 5792
 
 extern struct cdsm_params cdsm_params;
 /* Auto mode's quota (module parameters, see docs/kmod.md). */

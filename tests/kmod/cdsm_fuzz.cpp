@@ -71,7 +71,7 @@ class Fuzzer {
         ro_ = static_cast<uint8_t*>(
             mmap(nullptr, page_, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
         // data_ is where valid output pointers go. The kernel writes as much as a call's
-        // capacity allows (a matrix up to max_tasks^2 cells, 256 MiB): behind data_ lies
+        // capacity allows (a matrix up to max_tasks^2 cells, 128 MiB): behind data_ lies
         // kGuard of inaccessible address space, so that a large answer ends in EFAULT and
         // never lands in the fuzzer's own memory (it did, in ld.so's data, before).
         data_ = static_cast<uint8_t*>(mmap(nullptr, kData + kGuard, PROT_NONE,
@@ -177,13 +177,13 @@ class Fuzzer {
         }
     }
 
-    // A parameter value: small, a limit's edge (max_tasks 8192, shifts, 16-bit and 31-bit
+    // A parameter value: small, a limit's edge (max_tasks 5792 and 8192, shifts, 16-bit and 31-bit
     // overflows), or anything.
     uint32_t any_param() {
-        static const uint32_t edges[] = {0,     1,     2,     3,          4,          6,
-                                         7,     12,    16,    22,         23,         32,
-                                         255,   256,   4096,  8191,       8192,       8193,
-                                         10000, 65535, 65536, 0x7fffffff, 0x80000000, 0xffffffff};
+        static const uint32_t edges[] = {
+            0,    1,    2,     3,     4,     6,          7,          12,        16,
+            22,   23,   32,    255,   256,   4096,       5792,       5793,      8191,
+            8192, 8193, 10000, 65535, 65536, 0x7fffffff, 0x80000000, 0xffffffff};
         switch (pick(3)) {
             case 0:
                 return edges[pick(sizeof(edges) / sizeof(edges[0]))];

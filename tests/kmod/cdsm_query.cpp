@@ -530,8 +530,17 @@ int cmd_misuse(bool unprivileged) {
         expect_errno("change a load-time parameter", ioctl(fd, CDSM_IOC_SET_PARAMS, &q),
                      unprivileged ? EPERM : EINVAL);
         q = p;
-        q.max_tasks = 8193;  // above 8192: a matrix over 256 MiB, a task index over 14 bits
-        expect_errno("set max_tasks=8193", ioctl(fd, CDSM_IOC_SET_PARAMS, &q),
+        // 5792 is the largest: an application's two matrices of 5793 tasks pass 256 MiB together
+        // (8192, the largest before the whole-run matrix, took 512 MiB).
+        if (!unprivileged) {
+            q.max_tasks = 5792;
+            expect_ok("set max_tasks=5792", ioctl(fd, CDSM_IOC_SET_PARAMS, &q));
+        }
+        q.max_tasks = 5793;
+        expect_errno("set max_tasks=5793", ioctl(fd, CDSM_IOC_SET_PARAMS, &q),
+                     unprivileged ? EPERM : EINVAL);
+        q.max_tasks = 8192;
+        expect_errno("set max_tasks=8192", ioctl(fd, CDSM_IOC_SET_PARAMS, &q),
                      unprivileged ? EPERM : EINVAL);
         q.max_tasks = 65535;
         expect_errno("set max_tasks=65535", ioctl(fd, CDSM_IOC_SET_PARAMS, &q),

@@ -234,7 +234,7 @@ struct cdsm_track {
  * @rearm_rate_bp:	pages re-armed per second, in basis points of the application's
  *			resident pages (default 100 = 1 %); 0 = first-touch faults only.
  * @rearm_period_ms:	period of the worker, 1..1000 ms (default 10).
- * @max_tasks:		largest matrix, in tasks, 2..8192 (default 4096).
+ * @max_tasks:		largest matrix, in tasks, 2..5792 (default 4096).
  * @auto_threads:	track any process once it has this many threads; 0 = off (default).
  *			Limited per user and in all by the module parameters auto_per_uid and
  *			auto_max_apps; a process untracked or released is not tracked again.
