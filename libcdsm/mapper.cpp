@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "cdsm/mapper.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
+#include <random>
 #include <string>
 
 #include "cdsm/baseline_mappers.hpp"
@@ -10,6 +12,7 @@
 #include "cdsm/error.hpp"
 #include "cdsm/exhaustive_mapper.hpp"
 #include "cdsm/scotch_mapper.hpp"
+#include "placement_repair.hpp"
 
 namespace cdsm {
 
@@ -30,6 +33,33 @@ constexpr std::string_view kChoices[] = {ScotchMapper::kName,
                                          LauncherMapper::kSlurmBlockCyclic,
                                          CompactMapper::kName,
                                          RandomMapper::kName};
+
+// Small problems on exactly as many PUs as tasks: the swap search gets stuck where no PU is free
+// to move to (7 tasks of a sparse pattern on 7 of the 8 PUs of "pack:2 core:2 pu:2": Scotch and
+// the swaps 609, the optimum 409), so it also starts from random orders of the same PUs.
+constexpr std::size_t kPolishMaxTasks = 32;
+constexpr std::size_t kPolishStarts = 8;
+
+Placement polish(const Placement& placed, const CommMatrix& matrix, const Topology& topology,
+                 const Distances& distances) {
+    const CommGraph graph(matrix, PruneOptions{.min_tasks = matrix.size() + 1});
+    std::vector<PuId> best(placed.pus().begin(), placed.pus().end());
+    double best_cost = mapping_cost(matrix, placed, distances);
+    std::mt19937_64 rng(1);
+    std::vector<PuId> start = best;
+    for (std::size_t k = 0; k < kPolishStarts; ++k) {
+        std::shuffle(start.begin(), start.end(), rng);
+        std::vector<PuId> pus = start;
+        detail::refine(pus, graph, topology, distances);
+        detail::escape(pus, graph, topology, distances, 4);
+        const double cost = mapping_cost(matrix, Placement(pus), distances);
+        if (cost < best_cost) {
+            best_cost = cost;
+            best = std::move(pus);
+        }
+    }
+    return Placement(std::move(best));
+}
 
 // The problem's tasks placed within the chosen PUs: on the topology restricted to them, the
 // result read back as PUs of the whole topology.
@@ -53,7 +83,10 @@ Placement place_within(const Mapper& mapper, const MappingProblem& problem,
     }
     const MappingProblem restricted{problem.matrix, sub, distances, current ? &*current : nullptr,
                                     problem.rules};
-    const Placement placed = mapper.map(restricted);
+    Placement placed = mapper.map(restricted);
+    if (mapper.communication_aware() && resources.kind == Resources::Kind::kSlots &&
+        placed.size() <= kPolishMaxTasks)
+        placed = polish(placed, problem.matrix, sub, distances);
     std::vector<PuId> pus;
     for (PuId pu : placed.pus()) pus.push_back(resources.pus.at(pu));
     return Placement(std::move(pus));
