@@ -98,6 +98,16 @@ void add_map(CLI::App& app, Options& o) {
                     "Offline: where the tasks run now, one OS CPU per task (e.g. 0,8,1,9 or "
                     "0-7); adds its cost and keeps tasks in place where the result allows");
     map->add_option("--seed", o.map.seed, "Seed of the random baseline")->capture_default_str();
+    map->add_option("--smt", o.map.smt,
+                    "Offline: avoid (a core per busy task while tasks <= cores, every core "
+                    "before a second PU) or allow (SMT siblings shared if communication says so)")
+        ->check(CLI::IsMember({"avoid", "allow"}))
+        ->capture_default_str();
+    map->add_option("--spread", o.map.spread,
+                    "Offline: balanced (packages and NUMA nodes loaded in proportion to their "
+                    "cores) or pack (as few packages as communication wants)")
+        ->check(CLI::IsMember({"balanced", "pack"}))
+        ->capture_default_str();
     map->add_flag("-n,--dry-run", o.map.dry_run,
                   "Through cdsmd: compute and report, but do not migrate");
     map->add_flag("--json", o.map.json,
