@@ -90,9 +90,10 @@ void add_map(CLI::App& app, Options& o) {
     map->add_option("--topology", o.map.topology,
                     "Offline: the machine, an hwloc XML file or a synthetic description such "
                     "as \"pack:2 core:4 pu:2\"");
+    std::vector<std::string> algorithms(cdsm::mapper_names().begin(), cdsm::mapper_names().end());
+    algorithms.insert(algorithms.end(), {"compact", "scatter"});  // old names, still accepted
     map->add_option("-a,--algorithm", o.map.algorithm, "Mapping algorithm")
-        ->check(CLI::IsMember(
-            std::vector<std::string>(cdsm::mapper_names().begin(), cdsm::mapper_names().end())))
+        ->check(CLI::IsMember(algorithms))
         ->capture_default_str();
     map->add_option("--current", o.map.current,
                     "Offline: where the tasks run now, one OS CPU per task (e.g. 0,8,1,9 or "
