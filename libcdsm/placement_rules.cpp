@@ -228,10 +228,6 @@ std::string rule_violation(const Topology& topology, const Placement& placement,
     const std::size_t p = topology.pu_count(), n = placement.size();
     if (n > p) return "";
     const std::vector<std::size_t> load = placement.loads(p);
-    for (PuId pu = 0; pu < p; ++pu)
-        if (load[pu] > 1)
-            return std::to_string(load[pu]) + " tasks share PU " +
-                   std::to_string(topology.pu(pu).os_index) + " while another PU is idle";
     if (rules.smt == SmtRule::kAvoid) {
         const std::vector<std::uint32_t> core = core_of_pus(topology);
         std::vector<std::size_t> busy(core_count(topology), 0), cap(busy.size(), 0);

@@ -78,7 +78,7 @@ RemapDecision Remapper::decide(const CommMatrix& matrix, const Topology& topolog
     d.proposed_cost = mapping_cost(matrix, proposed, distances);
     d.placement = current;
     if (mapper_->follows_rules()) d.broken_rule = rule_violation(topology, current, options_.rules);
-    if (!stacked && !d.broken_rule.empty() &&
+    if (!stacked && !current.is_stacked(topology.pu_count()) && !d.broken_rule.empty() &&
         rule_violation(topology, proposed, options_.rules).empty()) {
         // The rules come before the margins: the mapper's placement keeps them.
         d.placement = proposed;

@@ -82,7 +82,8 @@ Resources choose_resources(const Topology& topology, std::size_t tasks, Placemen
 /// over-subscribed.
 Placement blind_placement(const Topology& topology, const Resources& resources, std::size_t tasks);
 
-/// Why a placement breaks the rules, or "" if it does not: under avoid, two tasks share a core
+/// Why a placement breaks the rules, or "" if it does not (tasks sharing a PU while another is
+/// idle are Placement::is_stacked's business, not a rule's): under avoid, two tasks share a core
 /// while a core of the topology is idle (or, with more tasks than cores, a core holds two more
 /// than another); under balanced (and no more tasks than cores when avoid), a package or NUMA
 /// node holds a task or more away from its share of its parent's tasks, in proportion to its
