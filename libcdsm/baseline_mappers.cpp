@@ -5,6 +5,7 @@
 #include <random>
 
 #include "cdsm/error.hpp"
+#include "cdsm/placement_rules.hpp"
 
 namespace cdsm {
 namespace {
@@ -18,7 +19,41 @@ std::uint32_t rank_in_parent(const Topology& topology, PuId pu, std::size_t leve
 
 }  // namespace
 
-Placement CompactMapper::map(const MappingProblem& problem) const {
+LauncherMapper::LauncherMapper(std::string_view name) {
+    for (std::string_view known : {kMapByCore, kMapBySocket, kSlurmBlockBlock, kSlurmBlockCyclic})
+        if (name == known) name_ = known;
+    if (name_.empty()) throw Error("launcher baseline '" + std::string(name) + "'", "unknown");
+    cyclic_ = name_ == kMapBySocket || name_ == kSlurmBlockCyclic;
+}
+
+Placement LauncherMapper::place(const MappingProblem& problem) const {
+    check_problem(problem);
+    const Topology& topology = problem.topology;
+    // The order in which the launcher hands out PUs: round k takes the k-th PU of every core
+    // that has one, cores in logical order (block) or round-robin over the top-level nodes
+    // (cyclic).
+    const std::vector<std::uint32_t> core = core_of_pus(topology);
+    std::vector<std::size_t> seen(core_count(topology), 0);
+    std::vector<std::vector<PuId>> rounds;
+    for (PuId pu = 0; pu < topology.pu_count(); ++pu) {
+        const std::size_t k = seen[core[pu]]++;
+        if (rounds.size() <= k) rounds.resize(k + 1);
+        rounds[k].push_back(pu);
+    }
+    std::vector<PuId> order;
+    for (const std::vector<PuId>& round : rounds) {
+        Resources r;
+        r.kind = Resources::Kind::kSlots;
+        r.pus = round;
+        const Placement p = cyclic_ ? blind_placement(topology, r, round.size()) : Placement(round);
+        order.insert(order.end(), p.pus().begin(), p.pus().end());
+    }
+    std::vector<PuId> pus(problem.matrix.size());
+    for (std::size_t t = 0; t < pus.size(); ++t) pus[t] = order[t % order.size()];
+    return Placement(std::move(pus));
+}
+
+Placement CompactMapper::place(const MappingProblem& problem) const {
     check_problem(problem);
     const std::size_t n = problem.matrix.size(), p = problem.topology.pu_count();
     std::vector<PuId> pus(n);
@@ -26,7 +61,7 @@ Placement CompactMapper::map(const MappingProblem& problem) const {
     return Placement(std::move(pus));
 }
 
-Placement ScatterMapper::map(const MappingProblem& problem) const {
+Placement ScatterMapper::place(const MappingProblem& problem) const {
     check_problem(problem);
     const Topology& topology = problem.topology;
     // Order PUs by their position read from the leaf upwards, so that the top level varies
@@ -44,7 +79,7 @@ Placement ScatterMapper::map(const MappingProblem& problem) const {
     return Placement(std::move(pus));
 }
 
-Placement RandomMapper::map(const MappingProblem& problem) const {
+Placement RandomMapper::place(const MappingProblem& problem) const {
     check_problem(problem);
     const std::size_t n = problem.matrix.size(), p = problem.topology.pu_count();
     std::mt19937_64 rng(seed_);
@@ -59,7 +94,7 @@ Placement RandomMapper::map(const MappingProblem& problem) const {
     return Placement(std::move(slots));
 }
 
-Placement CurrentMapper::map(const MappingProblem& problem) const {
+Placement CurrentMapper::place(const MappingProblem& problem) const {
     check_problem(problem);
     if (!problem.current) throw Error("current mapper", "the problem has no current placement");
     return *problem.current;

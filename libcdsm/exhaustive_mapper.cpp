@@ -106,7 +106,7 @@ class Search {
 
 }  // namespace
 
-Placement ExhaustiveMapper::map(const MappingProblem& problem) const {
+Placement ExhaustiveMapper::place(const MappingProblem& problem) const {
     check_problem(problem);
     if (problem.matrix.size() > kMaxTasks)
         throw Error("exhaustive mapper", "cannot search " + std::to_string(problem.matrix.size()) +

@@ -69,14 +69,21 @@ RemapDecision Remapper::decide(const CommMatrix& matrix, const Topology& topolog
                                const std::vector<bool>& placed) const {
     if (!placed.empty() && placed.size() != current.size())
         throw Error("remapper", "a placed flag per task, or none");
-    const MappingProblem problem{matrix, topology, distances, &current};
+    const MappingProblem problem{matrix, topology, distances, &current, options_.rules};
     check_problem(problem);
     RemapDecision d;
-    const Placement proposed = relabel_to_minimise_moves(mapper_->map(problem), current, topology);
+    const Placement proposed =
+        relabel_to_minimise_moves(mapper_->map(problem, d.rule), current, topology);
     d.current_cost = mapping_cost(matrix, current, distances);
     d.proposed_cost = mapping_cost(matrix, proposed, distances);
     d.placement = current;
-    if (stacked) {
+    if (mapper_->follows_rules()) d.broken_rule = rule_violation(topology, current, options_.rules);
+    if (!stacked && !current.is_stacked(topology.pu_count()) && !d.broken_rule.empty() &&
+        rule_violation(topology, proposed, options_.rules).empty()) {
+        // The rules come before the margins: the mapper's placement keeps them.
+        d.placement = proposed;
+        d.spread = true;
+    } else if (stacked) {
         // Tasks wait for each other: spread them, whatever it costs, but at the least cost of
         // two unstacked placements: the mapper's, or the current one with only stacked tasks
         // moved, each to the free PU where it costs least (usually the fewer migrations).
@@ -85,9 +92,12 @@ RemapDecision Remapper::decide(const CommMatrix& matrix, const Topology& topolog
         detail::rebalance(pus, graph, distances);
         const Placement spread(std::move(pus));
         const double spread_cost = mapping_cost(matrix, spread, distances);
-        const bool take_spread = spread_cost < d.proposed_cost ||
-                                 (spread_cost == d.proposed_cost &&
-                                  spread.moves_from(current) <= proposed.moves_from(current));
+        const bool keeps_rules =
+            !mapper_->follows_rules() || rule_violation(topology, spread, options_.rules).empty();
+        const bool take_spread =
+            keeps_rules && (spread_cost < d.proposed_cost ||
+                            (spread_cost == d.proposed_cost &&
+                             spread.moves_from(current) <= proposed.moves_from(current)));
         d.placement = take_spread ? spread : proposed;
         d.proposed_cost = take_spread ? spread_cost : d.proposed_cost;
         d.spread = true;
@@ -97,7 +107,9 @@ RemapDecision Remapper::decide(const CommMatrix& matrix, const Topology& topolog
             if (detail::rebalance(others, graph, distances, &placed)) {
                 const Placement keep(std::move(others));
                 const double keep_cost = mapping_cost(matrix, keep, distances);
-                if (!cheaper_by(d.proposed_cost, keep_cost, options_.min_gain)) {
+                const bool keep_ok = !mapper_->follows_rules() ||
+                                     rule_violation(topology, keep, options_.rules).empty();
+                if (keep_ok && !cheaper_by(d.proposed_cost, keep_cost, options_.min_gain)) {
                     d.placement = keep;
                     d.proposed_cost = keep_cost;
                 }

@@ -215,7 +215,7 @@ std::string ScotchMapper::target_description(const Topology& topology, const Dis
     return out;
 }
 
-Placement ScotchMapper::map(const MappingProblem& problem) const {
+Placement ScotchMapper::place(const MappingProblem& problem) const {
     check_problem(problem);
     const std::size_t n = problem.matrix.size(), p = problem.topology.pu_count();
     if (n == 0) return Placement();

@@ -90,14 +90,25 @@ void add_map(CLI::App& app, Options& o) {
     map->add_option("--topology", o.map.topology,
                     "Offline: the machine, an hwloc XML file or a synthetic description such "
                     "as \"pack:2 core:4 pu:2\"");
+    std::vector<std::string> algorithms(cdsm::mapper_names().begin(), cdsm::mapper_names().end());
+    algorithms.insert(algorithms.end(), {"compact", "scatter"});  // old names, still accepted
     map->add_option("-a,--algorithm", o.map.algorithm, "Mapping algorithm")
-        ->check(CLI::IsMember(
-            std::vector<std::string>(cdsm::mapper_names().begin(), cdsm::mapper_names().end())))
+        ->check(CLI::IsMember(algorithms))
         ->capture_default_str();
     map->add_option("--current", o.map.current,
                     "Offline: where the tasks run now, one OS CPU per task (e.g. 0,8,1,9 or "
                     "0-7); adds its cost and keeps tasks in place where the result allows");
     map->add_option("--seed", o.map.seed, "Seed of the random baseline")->capture_default_str();
+    map->add_option("--smt", o.map.smt,
+                    "Offline: avoid (a core per busy task while tasks <= cores, every core "
+                    "before a second PU) or allow (SMT siblings shared if communication says so)")
+        ->check(CLI::IsMember({"avoid", "allow"}))
+        ->capture_default_str();
+    map->add_option("--spread", o.map.spread,
+                    "Offline: balanced (packages and NUMA nodes loaded in proportion to their "
+                    "cores) or pack (as few packages as communication wants)")
+        ->check(CLI::IsMember({"balanced", "pack"}))
+        ->capture_default_str();
     map->add_flag("-n,--dry-run", o.map.dry_run,
                   "Through cdsmd: compute and report, but do not migrate");
     map->add_flag("--json", o.map.json,

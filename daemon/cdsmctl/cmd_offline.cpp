@@ -119,11 +119,15 @@ int map_offline(const MapOptions& options, std::ostream& out) {
     const cdsm::Topology topology = load_topology(options.topology);
     const cdsm::Distances distances(topology);
     const auto current = current_placement(options, topology, file.matrix.size());
+    const cdsm::PlacementRules rules{cdsm::parse_smt_rule(options.smt),
+                                     cdsm::parse_spread_rule(options.spread)};
     const cdsm::MappingProblem problem{file.matrix, topology, distances,
-                                       current ? &*current : nullptr};
+                                       current ? &*current : nullptr, rules};
 
     const auto start = std::chrono::steady_clock::now();
-    cdsm::Placement placement = cdsm::make_mapper(options.algorithm, options.seed)->map(problem);
+    std::string rule;
+    cdsm::Placement placement =
+        cdsm::make_mapper(options.algorithm, options.seed)->map(problem, rule);
     const std::chrono::duration<double, std::milli> mapping_time =
         std::chrono::steady_clock::now() - start;
     const double cost = cdsm::mapping_cost(file.matrix, placement, distances);
@@ -137,6 +141,8 @@ int map_offline(const MapOptions& options, std::ostream& out) {
           {"summary", topology.describe()},
           {"pu_count", topology.pu_count()}}},
         {"algorithm", options.algorithm},
+        {"rules", cdsm::to_string(rules)},
+        {"rule", rule},
         {"placement", os_indices(placement, topology)},
         {"cost", cost},
         {"mapping_ms", mapping_time.count()},
@@ -173,6 +179,8 @@ void print_mapping(const nlohmann::json& m, std::ostream& out) {
                            cell(field(topology, "pu_count")));
     if (const auto& algorithm = field(m, "algorithm"); !algorithm.is_null())
         out << "algorithm: " << cell(algorithm) << '\n';
+    if (const auto& rule = field(m, "rule"); rule.is_string() && !rule.get<std::string>().empty())
+        out << "rule: " << rule.get<std::string>() << '\n';
     out << fmt::format("placement (OS PU of task 0..{}): {}\n",
                        placement.empty() ? 0 : placement.size() - 1, join(placement));
 

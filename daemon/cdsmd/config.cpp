@@ -150,6 +150,10 @@ void read_daemon(TableReader& t, Config& c) {
 
 void read_mapping(TableReader& t, Config& c, std::string_view source) {
     t.get("algorithm", c.algorithm);
+    std::string smt(to_string(c.placement_rules.smt)), spread(to_string(c.placement_rules.spread));
+    t.get("smt", smt);
+    t.get("spread", spread);
+    c.placement_rules = {parse_smt_rule(smt), parse_spread_rule(spread)};  // Error names a bad word
     t.get("min_gain", c.min_gain);
     t.get("min_gain_sigma", c.min_gain_sigma);
     t.get("min_events", c.min_events);

@@ -69,6 +69,8 @@ struct Config {
     std::uint32_t client_timeout_ms = 30000;
 
     std::string algorithm{mapper_names().front()};
+    /// [mapping] smt and spread: the resources busy tasks may use (PlacementRules).
+    PlacementRules placement_rules{};
     /// Migrate only for a cost lower by this fraction; twice it (at most 0.5) within a minute of
     /// the application's last migration (pass.cpp, remap_options).
     double min_gain = 0.05;

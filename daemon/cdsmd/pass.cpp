@@ -107,6 +107,7 @@ void record_plan(AppState& app, Json& d, const Classified& tasks, const Plan& pl
     d["cost_before"] = plan.cost_before;
     d["cost_after"] = plan.cost_after;
     d["changed"] = plan.changed;
+    d["rule"] = plan.rule;
     if (req.baselines) d["baselines"] = plan.baselines;
     app.cost_current = plan.changed && placing ? plan.cost_after : plan.cost_before;
     app.cost_best = plan.cost_after;
@@ -334,7 +335,8 @@ void record_migration(AppState& app, const Classified& tasks, const Plan& plan, 
                            {"moved", moved},
                            {"cost_before", plan.cost_before},
                            {"cost_after", plan.cost_after},
-                           {"why", reason_name(plan.why)}});
+                           {"why", reason_name(plan.why)},
+                           {"rule", plan.rule}});
     while (app.history.size() > kHistory) app.history.pop_front();
     context.save_state();
 }
@@ -433,7 +435,9 @@ constexpr double kRecentGainFactor = 2;
 static RemapOptions remap_options(const Config& config, bool recent) {
     const double gain =
         recent ? std::min(0.5, config.min_gain * kRecentGainFactor) : config.min_gain;
-    return {.min_gain = std::max(gain, config.min_gain), .min_gain_sigma = config.min_gain_sigma};
+    return {.min_gain = std::max(gain, config.min_gain),
+            .min_gain_sigma = config.min_gain_sigma,
+            .rules = config.placement_rules};
 }
 
 // Whether the application's last migration was less than kRecentMoveNs before now.

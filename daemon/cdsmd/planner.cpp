@@ -113,6 +113,8 @@ std::string_view reason_name(MoveReason reason) noexcept {
             return "spread";
         case MoveReason::kOutside:
             return "outside";
+        case MoveReason::kRule:
+            return "rule";
     }
     return "";
 }
@@ -123,6 +125,8 @@ std::string_view reason_note(MoveReason reason) noexcept {
             return ": tasks shared a CPU while another was free";
         case MoveReason::kOutside:
             return ": tasks ran on CPUs not available to them";
+        case MoveReason::kRule:
+            return ": the placement broke the placement rules ([mapping] smt, spread)";
         default:
             return "";
     }
@@ -166,9 +170,11 @@ Plan Planner::plan(const CommMatrix& matrix, const std::vector<std::uint32_t>& c
     }
     plan.changed = plan.moved > 0;
     if (plan.changed)
-        plan.why = !inside    ? MoveReason::kOutside
-                   : d.spread ? MoveReason::kSpread
-                              : MoveReason::kCheaper;
+        plan.why = !inside                  ? MoveReason::kOutside
+                   : !d.broken_rule.empty() ? MoveReason::kRule
+                   : d.spread               ? MoveReason::kSpread
+                                            : MoveReason::kCheaper;
+    plan.rule = d.rule;
     if (with_baselines) {
         for (const std::string_view name : mapper_names()) {
             const MappingProblem problem{matrix, sub, sub_distances, nullptr};

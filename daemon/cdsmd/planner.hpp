@@ -38,8 +38,9 @@ enum class MoveReason {
                ///< the cost says
     kOutside,  ///< tasks ran on CPUs not available to them (outside their cpuset, or held by
                ///< another application's placed tasks)
+    kRule,     ///< the placement broke the placement rules ([mapping] smt, spread)
 };
-/// "cheaper", "spread", "outside" (the `why` of cdsmd's history), "" for kNone.
+/// "cheaper", "spread", "outside", "rule" (the `why` of cdsmd's history), "" for kNone.
 std::string_view reason_name(MoveReason reason) noexcept;
 /// The reason as the end of a log line (": tasks shared a CPU..."), "" when the cost says it.
 std::string_view reason_note(MoveReason reason) noexcept;
@@ -53,6 +54,7 @@ struct Plan {
     std::size_t moved = 0;                    ///< tasks whose CPU changes
     MoveReason why = MoveReason::kNone;       ///< why the tasks move (when `changed`)
     std::map<std::string, double> baselines;  ///< cost by mapper name, when asked for
+    std::string rule;  ///< which placement rule shaped the mapper's placement (Resources::rule)
 };
 
 /// Places the tasks of one application on a set of CPUs with libcdsm (mapper + Remapper: keep

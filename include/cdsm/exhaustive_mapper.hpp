@@ -15,7 +15,9 @@ class ExhaustiveMapper final : public Mapper {
     static constexpr std::size_t kMaxTasks = 10;
     static constexpr std::string_view kName = "exhaustive";
     std::string_view name() const noexcept override { return kName; }
-    Placement map(const MappingProblem& problem) const override;
+
+  protected:
+    Placement place(const MappingProblem& problem) const override;
 };
 
 }  // namespace cdsm

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "cdsm/mapper.hpp"
@@ -23,6 +24,9 @@ struct RemapOptions {
     /// events (a young application, a freshly aged matrix) a 10 % gain is often noise, and
     /// acting on it migrates tasks back and forth.
     double min_gain_sigma = 0;
+    /// The resources the placement may use (MappingProblem::rules). A current placement that
+    /// breaks them (rule_violation) is replaced like a stacked one, whatever the margins.
+    PlacementRules rules{};
 };
 
 /// The standard deviation of the counting noise of mapping_cost(a) - mapping_cost(b) (see
@@ -49,6 +53,10 @@ struct RemapDecision {
     double noise = 0;          ///< cost_difference_noise() of the two, when min_gain_sigma asks
     std::size_t moved = 0;     ///< tasks whose PU changes
     bool spread = false;       ///< the current placement was stacked: the proposal spreads it
+    /// Why the current placement broke the rules (then replaced), or empty.
+    std::string broken_rule;
+    /// Which rule shaped the mapper's placement (Resources::rule).
+    std::string rule;
 };
 
 /// Decides whether to migrate: maps, relabels the result to move as few tasks as possible, and

@@ -69,7 +69,6 @@ class ScotchMapper final : public Mapper {
     explicit ScotchMapper(ScotchOptions options = {}) : options_(std::move(options)) {}
     static constexpr std::string_view kName = "scotch";
     std::string_view name() const noexcept override { return kName; }
-    Placement map(const MappingProblem& problem) const override;
     const ScotchOptions& options() const noexcept { return options_; }
 
     /// The distance between every pair of PUs (row-major, pu_count() squared) in the Scotch
@@ -83,6 +82,9 @@ class ScotchMapper final : public Mapper {
     /// scotch_gmap needs to map onto the machine this mapper sees. Leaf k of a symmetric machine
     /// is its PU k.
     static std::string target_description(const Topology& topology, const Distances& distances);
+
+  protected:
+    Placement place(const MappingProblem& problem) const override;
 
   private:
     ScotchOptions options_;

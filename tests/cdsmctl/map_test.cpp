@@ -71,8 +71,8 @@ TEST(Map, PairsOnSyntheticMachineShareCoresAndBeatBaselines) {
     expect_partners_share_a_core(m.placement, topology);
     const double cost = m.json.at("cost").get<double>();
     EXPECT_DOUBLE_EQ(cost, cdsm::mapping_cost(matrix, m.placement, cdsm::Distances(topology)));
-    EXPECT_LT(cost, m.json.at("baselines").at("compact").get<double>());
-    EXPECT_LT(cost, m.json.at("baselines").at("scatter").get<double>());
+    EXPECT_LT(cost, m.json.at("baselines").at("pack").get<double>());
+    EXPECT_LT(cost, m.json.at("baselines").at("map-by-socket").get<double>());
     EXPECT_LT(cost, m.json.at("baselines").at("random").get<double>());
     EXPECT_EQ(m.json.at("algorithm"), "scotch");
     // The chosen algorithm is its own baseline (not run a second time); mapping_ms is its time.
@@ -92,7 +92,8 @@ TEST(Map, PairsOnXmlMachineUseSmtSiblingsByOsIndex) {
     const Mapped m = map_json({"--matrix", file, "--topology", xml}, topology);
     ASSERT_EQ(m.placement.size(), 16u);
     expect_partners_share_a_core(m.placement, topology);
-    EXPECT_LT(m.json.at("cost").get<double>(), m.json.at("baselines").at("scatter").get<double>());
+    EXPECT_LT(m.json.at("cost").get<double>(),
+              m.json.at("baselines").at("map-by-socket").get<double>());
 }
 
 // hwloc's libxml2 reader (it loads libxml2, ICU and libstdc++.so) is loaded only for an XML
@@ -146,7 +147,7 @@ TEST(Map, BaselineAlgorithmsGiveLibcdsmsPlacementAndCost) {
     const auto file = dir.write("m.csv", cdsm::format_matrix_csv(matrix));
     const auto topology = cdsm::Topology::from_synthetic(kSmall);
     const cdsm::Distances distances(topology);
-    for (const char* algorithm : {"compact", "scatter", "random"}) {
+    for (const char* algorithm : {"pack", "map-by-core", "slurm-block-cyclic", "random"}) {
         const Mapped m =
             map_json({"--matrix", file, "--topology", kSmall, "-a", algorithm}, topology);
         const auto expected = cdsm::make_mapper(algorithm)->map({matrix, topology, distances});
@@ -200,7 +201,8 @@ TEST(Map, TextOutputListsOnePuPerTaskAndEveryBaseline) {
     for (const auto& pu : json.at("placement")) pus += (pus.empty() ? "" : " ") + pu.dump();
     EXPECT_NE(r.out.find("placement (OS PU of task 0..7): " + pus + "\n"), std::string::npos)
         << r.out;
-    for (const char* name : {"compact", "scatter", "random", "scotch"})
+    for (const char* name : {"pack", "map-by-core", "map-by-socket", "slurm-block-block",
+                             "slurm-block-cyclic", "random", "scotch"})
         EXPECT_NE(r.out.find(std::string("\n") + name + " "), std::string::npos) << name;
 }
 

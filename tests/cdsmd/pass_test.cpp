@@ -191,6 +191,9 @@ class Pass : public ::testing::TestWithParam<std::string> {
         // The recordings are of settled applications (ATimersPassWaits... tests the waiting).
         config.settle_ms = 0;
         config.settle_max_ms = 0;
+        // The recordings' scenarios (pairs meeting on a core's siblings, stacking) were written
+        // for the CDSM paper's placement; the default rules are libcdsm's tests' and the lab's.
+        config.placement_rules = {SmtRule::kAllow, SpreadRule::kPack};
     }
 
     void start(const std::string& recording) {

@@ -75,8 +75,9 @@ TEST(Relabel, KeepsRestrictedMachinesValid) {
     EXPECT_LE(relabelled.moves_from(current), proposed.moves_from(current));
 }
 
-Remapper scotch_remapper(double min_gain = 0.05) {
-    return Remapper(std::make_unique<ScotchMapper>(), RemapOptions{.min_gain = min_gain});
+Remapper scotch_remapper(double min_gain = 0.05, PlacementRules rules = {}) {
+    return Remapper(std::make_unique<ScotchMapper>(),
+                    RemapOptions{.min_gain = min_gain, .rules = rules});
 }
 
 TEST(Remapper, KeepsAnOptimalCurrentPlacement) {
@@ -163,13 +164,14 @@ TEST(Remapper, SpreadsStackedTasksAtTheLeastCostNotTheMappersWhateverItCosts) {
     // Three pairs, each on one core, but the first pair stacked on one PU while its core's
     // other PU is free. A mapper that scatters every pair across the packages is what the
     // remapper used to take because the current placement was stacked (cdsmd once raised the
-    // cost by 14 % so); moving the one stacked task to the free sibling PU costs least.
-    const Target s(test::small_machine());
+    // cost by 14 % so); moving the one stacked task to the free sibling PU costs least (under
+    // the paper's rules, which let partners share a core).
+    const Target s(test::small_machine(), test::kPaperRules);
     CommMatrix m(6);
     for (std::size_t t = 0; t < 6; t += 2) m.set(t, t + 1, 100);
     const Placement current(std::vector<PuId>{0, 0, 2, 3, 4, 5});
     ASSERT_TRUE(current.is_stacked(8));
-    const Remapper scatter(make_mapper("scatter"), RemapOptions{});
+    const Remapper scatter(make_mapper("scatter"), RemapOptions{.rules = test::kPaperRules});
     const RemapDecision d = scatter.decide(m, s.topology, s.distances, current);
     EXPECT_TRUE(d.changed);
     EXPECT_TRUE(d.spread);
@@ -228,17 +230,18 @@ TEST(Remapper, SpreadsTasksNotPlacedBeforeRatherThanMovePlacedOnesAgain) {
     // thread created since, which inherited its one-PU mask and shares PU 0 with it. Moving the
     // placed thread next to its other partner costs a little less, but it would be its second
     // migration: the newcomer moves, to the placed thread's sibling PU.
-    const Target s(test::small_machine());
+    const Target s(test::small_machine(), test::kPaperRules);  // siblings may share
     CommMatrix m(3);
     m.set(0, 1, 100);
     m.set(0, 2, 104);
     const Placement current(std::vector<PuId>{0, 0, 3});
     const std::vector<bool> placed{true, false, true};
-    const RemapDecision eager = scotch_remapper().decide(m, s.topology, s.distances, current, true);
+    const RemapDecision eager =
+        scotch_remapper(0.05, test::kPaperRules).decide(m, s.topology, s.distances, current, true);
     ASSERT_TRUE(eager.spread);
     ASSERT_NE(eager.placement[0], 0u) << "the scenario: moving the placed task costs least";
-    const RemapDecision d =
-        scotch_remapper().decide(m, s.topology, s.distances, current, true, placed);
+    const RemapDecision d = scotch_remapper(0.05, test::kPaperRules)
+                                .decide(m, s.topology, s.distances, current, true, placed);
     EXPECT_TRUE(d.spread);
     EXPECT_FALSE(d.placement.is_stacked(8));
     EXPECT_EQ(d.placement[0], 0u);
@@ -253,22 +256,25 @@ TEST(Remapper, SpreadsTasksNotPlacedBeforeRatherThanMovePlacedOnesAgain) {
 TEST(Remapper, MovesPlacedTasksAgainWhenSpreadingOnlyTheOthersCostsMoreThanTheMargin) {
     // The same, but the placed thread talks three times more with its other partner than with
     // the newcomer: keeping it costs more than min_gain, so it moves.
-    const Target s(test::small_machine());
+    const Target s(test::small_machine(), test::kPaperRules);  // siblings may share
     CommMatrix m(3);
     m.set(0, 1, 100);
     m.set(0, 2, 300);
     const Placement current(std::vector<PuId>{0, 0, 3});
-    const RemapDecision eager = scotch_remapper().decide(m, s.topology, s.distances, current, true);
+    const RemapDecision eager =
+        scotch_remapper(0.05, test::kPaperRules).decide(m, s.topology, s.distances, current, true);
     const RemapDecision d =
-        scotch_remapper().decide(m, s.topology, s.distances, current, true, {true, false, true});
+        scotch_remapper(0.05, test::kPaperRules)
+            .decide(m, s.topology, s.distances, current, true, {true, false, true});
     EXPECT_TRUE(d.spread);
     EXPECT_FALSE(d.placement.is_stacked(8));
     EXPECT_EQ(d.placement, eager.placement);
     EXPECT_NE(d.placement[0], 0u);
     // Placed tasks that cannot un-stack without moving (two on one PU) move as before.
     const RemapDecision both =
-        scotch_remapper().decide(m, s.topology, s.distances, Placement(std::vector<PuId>{0, 0, 3}),
-                                 true, {true, true, false});
+        scotch_remapper(0.05, test::kPaperRules)
+            .decide(m, s.topology, s.distances, Placement(std::vector<PuId>{0, 0, 3}), true,
+                    {true, true, false});
     EXPECT_FALSE(both.placement.is_stacked(8));
     EXPECT_THROW(scotch_remapper().decide(m, s.topology, s.distances, current, true, {true}),
                  Error);

@@ -26,14 +26,19 @@ inline Topology small_machine() {
     return Topology::from_synthetic("pack:2 core:2 pu:2");
 }
 
+/// The CDSM paper's rules: communication alone chooses the PUs (tests of the cost model itself).
+inline constexpr PlacementRules kPaperRules{SmtRule::kAllow, SpreadRule::kPack};
+
 /// A machine with its default distances, to map onto and to score placements.
 struct Target {
     Topology topology;
     Distances distances;
-    explicit Target(Topology t) : topology(std::move(t)), distances(topology) {}
+    PlacementRules rules;
+    explicit Target(Topology t, PlacementRules r = {})
+        : topology(std::move(t)), distances(topology), rules(r) {}
     Placement map(const Mapper& mapper, const CommMatrix& m,
                   const Placement* current = nullptr) const {
-        return mapper.map(MappingProblem{m, topology, distances, current});
+        return mapper.map(MappingProblem{m, topology, distances, current, rules});
     }
     double cost(const CommMatrix& m, const Placement& p) const {
         return mapping_cost(m, p, distances);
