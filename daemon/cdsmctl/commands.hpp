@@ -41,10 +41,10 @@ struct MapOptions {
     std::string matrix_file;  ///< --matrix (offline)
     std::string topology;     ///< --topology FILE.xml|SYNTHETIC (offline)
     std::string algorithm{cdsm::mapper_names().front()};
-    std::string current;              ///< --current CPU list (offline): where the tasks run now
-    std::uint64_t seed = 1;           ///< of the random mapper
-    std::string smt = "avoid";        ///< --smt avoid|allow
-    std::string spread = "balanced";  ///< --spread balanced|pack
+    std::string current;          ///< --current CPU list (offline): where the tasks run now
+    std::uint64_t seed = 1;       ///< of the random mapper
+    std::string smt = "allow";    ///< --smt avoid|allow (cdsmd's default, daemon/cdsmd/config.hpp)
+    std::string spread = "pack";  ///< --spread balanced|pack
     bool dry_run = false;
     bool json = false;
 };

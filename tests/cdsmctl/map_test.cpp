@@ -150,7 +150,13 @@ TEST(Map, BaselineAlgorithmsGiveLibcdsmsPlacementAndCost) {
     for (const char* algorithm : {"pack", "map-by-core", "slurm-block-cyclic", "random"}) {
         const Mapped m =
             map_json({"--matrix", file, "--topology", kSmall, "-a", algorithm}, topology);
-        const auto expected = cdsm::make_mapper(algorithm)->map({matrix, topology, distances});
+        // cdsmctl's default rules (allow + pack; random follows them, the recipes ignore them).
+        const auto expected =
+            cdsm::make_mapper(algorithm)->map({matrix,
+                                               topology,
+                                               distances,
+                                               nullptr,
+                                               {cdsm::SmtRule::kAllow, cdsm::SpreadRule::kPack}});
         EXPECT_EQ(m.placement, expected) << algorithm;
         EXPECT_DOUBLE_EQ(m.json.at("cost").get<double>(),
                          m.json.at("baselines").at(algorithm).get<double>())

@@ -244,7 +244,9 @@ struct Judge {
             // Partners must share a package when the pattern allows it: one partner each.
             pairing = pairing && t.partners[i].size() == 1;
         }
-        const auto best = cdsm::make_mapper("scotch")->map({matrix, topo, dist, nullptr});
+        // The rules cdsmd places by in the lab (its default, allow + pack).
+        const auto best = cdsm::make_mapper("scotch")->map(
+            {matrix, topo, dist, nullptr, {cdsm::SmtRule::kAllow, cdsm::SpreadRule::kPack}});
         best_cost = cdsm::mapping_cost(matrix, best, dist);
     }
 };

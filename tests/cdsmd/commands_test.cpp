@@ -350,8 +350,8 @@ TEST_F(ControlTest, TheStateFileIsWrittenWhateverTheNamesBytes) {
 }
 
 TEST_F(ControlTest, MapSetReloadStatsAndTopology) {
-    ask({{"cmd", "map"}, {"app", 1}, {"algorithm", "compact"}});
-    EXPECT_EQ(maps, std::vector<std::string>{"pairs apply compact"});
+    ask({{"cmd", "map"}, {"app", 1}, {"algorithm", "pack"}});
+    EXPECT_EQ(maps, std::vector<std::string>{"pairs apply pack"});
     EXPECT_EQ(refusal({{"cmd", "map"}, {"app", 1}, {"algorithm", "nope"}}, root()), "EINVAL");
     EXPECT_EQ(refusal({{"cmd", "map"}, {"app", 1}, {"algorithm", "exhaustive"}}, root()), "EINVAL");
 

@@ -47,7 +47,7 @@ TEST(Request, EveryFieldReadHasItsType) {
     EXPECT_EQ(code_of(R"({"cmd":"track","cgroup":"/a/b"})"), "ok");
     EXPECT_EQ(code_of(R"({"cmd":"track","cgroup":"/a/b","mode":"detect"})"), "ok");
     EXPECT_EQ(code_of(R"({"cmd":"track","pid":42,"mode":"map"})"), "ok");
-    EXPECT_EQ(code_of(R"({"cmd":"map","app":1,"dry_run":true,"algorithm":"compact"})"), "ok");
+    EXPECT_EQ(code_of(R"({"cmd":"map","app":1,"dry_run":true,"algorithm":"pack"})"), "ok");
     EXPECT_EQ(code_of(R"({"cmd":"set","params":{"auto_threads":4}})"), "ok");
     EXPECT_EQ(code_of(R"({"cmd":"matrix","app":1,"sparse":true})"), "ok");
 
