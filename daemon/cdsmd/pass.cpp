@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cdsm/cpu_list.hpp>
 #include <cstring>
+#include <set>
 
 namespace cdsm::cdsmd {
 
@@ -163,9 +164,12 @@ Observation observe(AppState& app, KernelSource& kernel, ProcSource& proc) {
         if (!(t.flags & CDSM_TASK_EXITED) && !seen.process_comm.count(t.tgid))
             seen.process_comm.emplace(t.tgid, check_environment(app, t.tgid, proc));
     }
-    // Processes that exited (or whose tasks all did): nothing of them is kept.
-    std::erase_if(app.env_by_tgid,
-                  [&](const auto& kv) { return !seen.process_comm.count(kv.first); });
+    // Processes the module no longer lists: nothing of them is kept. Those whose tasks all
+    // exited keep their facts while the module lists the tasks (at most max_tasks of them): an
+    // ended run's matrix is still shown by rank (cdsmctl show --by rank --view whole).
+    std::set<pid_t> listed;
+    for (const cdsm_task_info& t : seen.tasks) listed.insert(t.tgid);
+    std::erase_if(app.env_by_tgid, [&](const auto& kv) { return !listed.count(kv.first); });
     return seen;
 }
 

@@ -327,9 +327,15 @@ TEST_F(ControlTest, OnlyTheFactsOfLiveProcessesEnvironmentsAreKept) {
     observe(app, kernel, proc);
     ASSERT_EQ(app.env_by_tgid.size(), 2u);
     EXPECT_EQ(app.env_by_tgid.at(600).facts.rank, 600);
-    // Process 600 exited: what cdsmd read of it goes (it used to stay until the application
-    // ended, and with it whatever the process had written in its environment).
+    // Process 600 exited: its facts (a rank, not its environment) stay while the module lists
+    // its tasks, so that an ended run is still shown by rank (apps-hpcc: show --by rank).
     kernel.task_list[1].flags = CDSM_TASK_EXITED;
+    observe(app, kernel, proc);
+    ASSERT_EQ(app.env_by_tgid.size(), 2u);
+    EXPECT_EQ(app.env_by_tgid.at(600).facts.rank, 600);
+    // The module no longer lists it: nothing of it is kept (it used to stay until the
+    // application ended).
+    kernel.task_list.pop_back();
     observe(app, kernel, proc);
     EXPECT_EQ(app.env_by_tgid.size(), 1u);
     EXPECT_TRUE(app.env_by_tgid.count(500));
