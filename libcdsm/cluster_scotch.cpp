@@ -9,38 +9,10 @@
 #include "cdsm/cluster.hpp"
 #include "cdsm/error.hpp"
 #include "cdsm/mapper.hpp"
-extern "C" {
-#include <scotch/scotch.h>
-}
+#include "scotch_support.hpp"
 
 namespace cdsm {
 namespace {
-
-void scotch_check(int status, const char* call) {
-    if (status != 0) throw Error("Scotch", std::string(call) + " failed");
-}
-
-// Scotch objects are C structs with init/exit pairs; each lives for one mapping.
-struct ScotchGraph {
-    SCOTCH_Graph g;
-    ScotchGraph() { scotch_check(SCOTCH_graphInit(&g), "SCOTCH_graphInit"); }
-    ~ScotchGraph() { SCOTCH_graphExit(&g); }
-};
-struct ScotchArch {
-    SCOTCH_Arch a;
-    ScotchArch() { scotch_check(SCOTCH_archInit(&a), "SCOTCH_archInit"); }
-    ~ScotchArch() { SCOTCH_archExit(&a); }
-};
-struct ScotchStrat {
-    SCOTCH_Strat s;
-    ScotchStrat() { scotch_check(SCOTCH_stratInit(&s), "SCOTCH_stratInit"); }
-    ~ScotchStrat() { SCOTCH_stratExit(&s); }
-};
-struct ScotchContext {
-    SCOTCH_Context c;
-    ScotchContext() { scotch_check(SCOTCH_contextInit(&c), "SCOTCH_contextInit"); }
-    ~ScotchContext() { SCOTCH_contextExit(&c); }
-};
 
 // The job's traffic as an undirected graph in compressed rows: both directions of a pair
 // added, each edge in both rows.
@@ -168,38 +140,30 @@ std::vector<std::uint32_t> scotch_nodes(const PairGraph& g, std::size_t ranks,
             for (std::size_t k = 0; k < slots; ++k, ++pinned)
                 parttab[v++] = static_cast<SCOTCH_Num>(leaf);
 
-    ScotchArch arch;
-    scotch_check(SCOTCH_archTleaf(&arch.a, static_cast<SCOTCH_Num>(tree.sizes.size()),
-                                  tree.sizes.data(), tree.links.data()),
-                 "SCOTCH_archTleaf");
-    ScotchGraph graph;
-    scotch_check(
-        SCOTCH_graphBuild(&graph.g, 0, static_cast<SCOTCH_Num>(vertices), verttab.data(),
+    scotch::Arch arch("tleaf target");
+    scotch::check(SCOTCH_archTleaf(arch.get(), static_cast<SCOTCH_Num>(tree.sizes.size()),
+                                   tree.sizes.data(), tree.links.data()),
+                  "SCOTCH_archTleaf");
+    scotch::Graph graph("graph");
+    scotch::check(
+        SCOTCH_graphBuild(graph.get(), 0, static_cast<SCOTCH_Num>(vertices), verttab.data(),
                           verttab.data() + 1, nullptr, nullptr,
                           static_cast<SCOTCH_Num>(edgetab.size()), edgetab.data(), edlotab.data()),
         "SCOTCH_graphBuild");
     // Deterministic (DESIGN §4): a private generator with a fixed seed, one thread.
-    ScotchContext context;
-    scotch_check(SCOTCH_contextOptionSetNum(&context.c, SCOTCH_OPTIONNUMDETERMINISTIC, 1),
-                 "SCOTCH_contextOptionSetNum");
-    scotch_check(SCOTCH_contextOptionSetNum(&context.c, SCOTCH_OPTIONNUMRANDOMFIXEDSEED, 1),
-                 "SCOTCH_contextOptionSetNum");
-    scotch_check(SCOTCH_contextRandomClone(&context.c), "SCOTCH_contextRandomClone");
-    SCOTCH_contextRandomSeed(&context.c, 1);
-    scotch_check(SCOTCH_contextThreadSpawn(&context.c, 1, nullptr), "SCOTCH_contextThreadSpawn");
-    ScotchGraph bound;
-    scotch_check(SCOTCH_contextBindGraph(&context.c, &graph.g, &bound.g),
-                 "SCOTCH_contextBindGraph");
-    ScotchStrat strat;
-    scotch_check(SCOTCH_stratGraphMapBuild(&strat.s, SCOTCH_STRATDEFAULT,
-                                           static_cast<SCOTCH_Num>(leaves), 0.01),
-                 "SCOTCH_stratGraphMapBuild");
+    scotch::Context context("context");
+    scotch::Graph bound("context graph");
+    scotch::deterministic_context(context, graph.get(), bound, 1);
+    scotch::Strat strat("strategy");
+    scotch::check(SCOTCH_stratGraphMapBuild(strat.get(), SCOTCH_STRATDEFAULT,
+                                            static_cast<SCOTCH_Num>(leaves), 0.01),
+                  "SCOTCH_stratGraphMapBuild");
     if (pinned > 0)
-        scotch_check(SCOTCH_graphMapFixed(&bound.g, &arch.a, &strat.s, parttab.data()),
-                     "SCOTCH_graphMapFixed");
+        scotch::check(SCOTCH_graphMapFixed(bound.get(), arch.get(), strat.get(), parttab.data()),
+                      "SCOTCH_graphMapFixed");
     else
-        scotch_check(SCOTCH_graphMap(&bound.g, &arch.a, &strat.s, parttab.data()),
-                     "SCOTCH_graphMap");
+        scotch::check(SCOTCH_graphMap(bound.get(), arch.get(), strat.get(), parttab.data()),
+                      "SCOTCH_graphMap");
     std::vector<std::uint32_t> node_of(ranks);
     for (std::size_t r = 0; r < ranks; ++r)
         node_of[r] = tree.node_of_leaf.at(static_cast<std::size_t>(parttab[r]));
@@ -345,7 +309,7 @@ double inter_node_cost(const PairGraph& g, const std::vector<std::uint32_t>& nod
 }  // namespace
 
 ClusterPlacement map_cluster(const RankTraffic& traffic, const Cluster& cluster,
-                             const ClusterPlacement* current) {
+                             const ClusterPlacement* current, PlacementRules rules) {
     const std::size_t ranks = traffic.ranks(), nodes = cluster.network().node_count();
     const ClusterPlacement block = block_placement(ranks, cluster);
     if (current && current->size() != ranks)
@@ -373,7 +337,8 @@ ClusterPlacement map_cluster(const RankTraffic& traffic, const Cluster& cluster,
             }
         }
     }
-    // Each node's ranks onto its cores by the node-level mapper, on their pair matrix.
+    // Each node's ranks onto its cores by the node-level mapper, on their pair matrix, under
+    // the node-level rules (by default balanced over the packages).
     std::vector<std::vector<std::uint32_t>> on_node(nodes);
     for (std::size_t r = 0; r < ranks; ++r)
         on_node[node_of[r]].push_back(static_cast<std::uint32_t>(r));
@@ -391,7 +356,8 @@ ClusterPlacement map_cluster(const RankTraffic& traffic, const Cluster& cluster,
                 const std::uint32_t peer = g.neighbours[k];
                 if (peer > r && node_of[peer] == n) sub.add(local[r], local[peer], g.weights[k]);
             }
-        const Placement cores = mapper->map({sub, cluster.node(), cluster.node_distances()});
+        const Placement cores =
+            mapper->map({sub, cluster.node(), cluster.node_distances(), nullptr, rules});
         for (std::size_t k = 0; k < members.size(); ++k)
             placement[members[k]] = {static_cast<std::uint32_t>(n), cores[k]};
     }

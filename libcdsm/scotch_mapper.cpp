@@ -12,36 +12,16 @@
 #include "cdsm/cost.hpp"
 #include "cdsm/error.hpp"
 #include "placement_repair.hpp"
-extern "C" {
-#include <scotch/scotch.h>
-}
+#include "scotch_support.hpp"
 
 namespace cdsm {
 namespace {
 
-// Owns one Scotch object of type T for the lifetime of a mapping.
-template <typename T, int (*Init)(T*), void (*Exit)(T*)>
-class Scoped {
-  public:
-    explicit Scoped(const char* what) {
-        if (Init(&object_) != 0) throw Error("Scotch", std::string("cannot initialise ") + what);
-    }
-    ~Scoped() { Exit(&object_); }
-    Scoped(const Scoped&) = delete;
-    Scoped& operator=(const Scoped&) = delete;
-    T* get() noexcept { return &object_; }
-
-  private:
-    T object_;
-};
-using Graph = Scoped<SCOTCH_Graph, SCOTCH_graphInit, SCOTCH_graphExit>;
-using Arch = Scoped<SCOTCH_Arch, SCOTCH_archInit, SCOTCH_archExit>;
-using Strat = Scoped<SCOTCH_Strat, SCOTCH_stratInit, SCOTCH_stratExit>;
-using Context = Scoped<SCOTCH_Context, SCOTCH_contextInit, SCOTCH_contextExit>;
-
-void check(int status, const char* call) {
-    if (status != 0) throw Error("Scotch", std::string(call) + " failed");
-}
+using scotch::Arch;
+using scotch::check;
+using scotch::Context;
+using scotch::Graph;
+using scotch::Strat;
 
 // The largest arity of each level above the PUs.
 std::vector<SCOTCH_Num> largest_arities(const Topology& topology) {
@@ -154,18 +134,8 @@ void run_scotch(SCOTCH_Graph* graph, std::size_t tasks, TreeTarget& target,
                 const ScotchOptions& options, SCOTCH_Num seed, bool pinned,
                 std::vector<SCOTCH_Num>& parttab) {
     Context context("context");
-    check(SCOTCH_contextOptionSetNum(context.get(), SCOTCH_OPTIONNUMDETERMINISTIC, 1),
-          "SCOTCH_contextOptionSetNum(DETERMINISTIC)");
-    check(SCOTCH_contextOptionSetNum(context.get(), SCOTCH_OPTIONNUMRANDOMFIXEDSEED, 1),
-          "SCOTCH_contextOptionSetNum(RANDOMFIXEDSEED)");
-    // A private generator with a fixed seed: earlier mappings in this process must not change
-    // this one (with the options alone, the first mapping of a process differed from the next).
-    check(SCOTCH_contextRandomClone(context.get()), "SCOTCH_contextRandomClone");
-    SCOTCH_contextRandomSeed(context.get(), seed);
-    // One thread: spawning workers cost more than the mapping itself at these sizes.
-    check(SCOTCH_contextThreadSpawn(context.get(), 1, nullptr), "SCOTCH_contextThreadSpawn");
     Graph bound("context graph");
-    check(SCOTCH_contextBindGraph(context.get(), graph, bound.get()), "SCOTCH_contextBindGraph");
+    scotch::deterministic_context(context, graph, bound, seed);
 
     Strat strat("strategy");
     const std::string text = options.strategy.empty() && tasks <= options.flat_max_tasks

@@ -9,6 +9,7 @@
 
 #include "cdsm/distances.hpp"
 #include "cdsm/network.hpp"
+#include "cdsm/placement_rules.hpp"
 #include "cdsm/rank_traffic.hpp"
 #include "cdsm/time_model.hpp"
 #include "cdsm/topology.hpp"
@@ -70,11 +71,13 @@ ClusterPlacement hostfile_placement(std::string_view text, std::string_view name
 
 /// Maps the ranks onto the cluster: Scotch (SCOTCH_graphMap on a tree-leaf target of the
 /// network's levels, each node a leaf of as many slots as cores) puts ranks on nodes, then
-/// libcdsm's node-level mapper puts each node's ranks on its cores. The result is never worse
-/// between nodes than `current` (if given) or the block placement: the cheapest of them in
-/// inter-node cost is kept. Deterministic. Throws Error if the ranks do not fit.
+/// libcdsm's node-level mapper puts each node's ranks on its cores under `rules` (issue 28's:
+/// by default one rank per core, balanced over the node's packages; the node has one PU per
+/// core, so the SMT rule changes nothing). The result is never worse between nodes than
+/// `current` (if given) or the block placement: the cheapest of them in inter-node cost is
+/// kept. Deterministic. Throws Error if the ranks do not fit.
 ClusterPlacement map_cluster(const RankTraffic& traffic, const Cluster& cluster,
-                             const ClusterPlacement* current = nullptr);
+                             const ClusterPlacement* current = nullptr, PlacementRules rules = {});
 
 /// What a placement makes of a job's traffic.
 struct PlacementFigures {
