@@ -250,6 +250,84 @@ Network Network::from_topology_conf(std::string_view text, std::string_view name
     return Network(std::move(nodes), g.levels, std::move(g.groups), std::move(g.description));
 }
 
+Network Network::from_topology_addr(std::string_view text, std::string_view name,
+                                    std::vector<std::string> nodes, std::string_view pattern) {
+    const auto split_dots = [](std::string_view s) {
+        std::vector<std::string> parts;
+        for (std::size_t start = 0;;) {
+            const std::size_t dot = s.find('.', start);
+            parts.emplace_back(s.substr(start, dot - start));
+            if (dot == std::string_view::npos) break;
+            start = dot + 1;
+        }
+        return parts;
+    };
+    // The same tree as topology.conf lines: a switch's child switches and nodes.
+    std::map<std::string, std::pair<std::set<std::string>, std::set<std::string>>> below;
+    std::map<std::string, std::string> parent;  // of a switch or node, "" for a root
+    detail::TextLines lines(text);
+    for (std::string_view line; lines.next(line);) {
+        line = line.substr(0, line.find('#'));
+        const std::string where = std::string(name) + ":" + std::to_string(lines.number());
+        std::vector<std::string> tokens;
+        for (std::size_t k = 0; k < line.size();) {
+            while (k < line.size() && std::isspace(static_cast<unsigned char>(line[k]))) ++k;
+            const std::size_t start = k;
+            while (k < line.size() && !std::isspace(static_cast<unsigned char>(line[k]))) ++k;
+            if (k > start) tokens.emplace_back(line.substr(start, k - start));
+        }
+        if (tokens.empty()) continue;
+        if (tokens.size() > 2)
+            throw Error(where,
+                        "expected ADDRESS [PATTERN] (SLURM_TOPOLOGY_ADDR and "
+                        "SLURM_TOPOLOGY_ADDR_PATTERN)");
+        const std::vector<std::string> addr = split_dots(tokens[0]);
+        std::vector<std::string> kinds;
+        if (tokens.size() == 2 || !pattern.empty()) {
+            kinds = split_dots(tokens.size() == 2 ? std::string_view(tokens[1]) : pattern);
+            for (std::size_t i = 0; i < kinds.size(); ++i)
+                if (kinds[i] != (i + 1 == kinds.size() ? "node" : "switch"))
+                    throw Error(where, "pattern '" +
+                                           (tokens.size() == 2 ? tokens[1] : std::string(pattern)) +
+                                           "' is not switch.switch...node (the tree plugin's)");
+            if (kinds.size() != addr.size())
+                throw Error(where, "address '" + tokens[0] + "' has " +
+                                       std::to_string(addr.size()) + " components, its pattern " +
+                                       std::to_string(kinds.size()));
+        }
+        for (const std::string& part : addr)
+            if (part.empty()) throw Error(where, "address '" + tokens[0] + "' has an empty name");
+        for (std::size_t i = 0; i < addr.size(); ++i) {
+            const std::string up = i == 0 ? std::string() : addr[i - 1];
+            const auto [it, added] = parent.emplace(addr[i], up);
+            if (i + 1 == addr.size() && !added)
+                throw Error(where, "node " + addr[i] + " is given twice");
+            if (!added && it->second != up)
+                throw Error(where, "switch " + addr[i] + " has two parents, " +
+                                       (it->second.empty() ? "none" : it->second) + " and " +
+                                       (up.empty() ? "none" : up) + " (only trees are supported)");
+            if (i > 0) {
+                auto& children = below[up];
+                (i + 1 == addr.size() ? children.second : children.first).insert(addr[i]);
+            }
+        }
+        if (addr.size() == 1) below["(flat)"].second.insert(addr[0]);
+    }
+    std::string conf;
+    for (const auto& [sw, children] : below) {
+        conf += "SwitchName=" + sw;
+        const auto list = [](const std::set<std::string>& names) {
+            std::string out;
+            for (const auto& n : names) out += (out.empty() ? "" : ",") + n;
+            return out;
+        };
+        if (!children.first.empty()) conf += " Switches=" + list(children.first);
+        if (!children.second.empty()) conf += " Nodes=" + list(children.second);
+        conf += '\n';
+    }
+    return from_topology_conf(conf, name, std::move(nodes));
+}
+
 std::size_t Network::find(std::string_view node) const noexcept {
     return static_cast<std::size_t>(std::find(nodes_.begin(), nodes_.end(), node) - nodes_.begin());
 }

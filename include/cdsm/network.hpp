@@ -30,6 +30,18 @@ class Network {
     static Network from_topology_conf(std::string_view text, std::string_view name,
                                       std::vector<std::string> nodes);
 
+    /// Slurm's SLURM_TOPOLOGY_ADDR of each node, one a line ("s0.s3.n12": the switches from the
+    /// root down, then the node, as the tree plugin sets it in every task), each optionally
+    /// followed by its SLURM_TOPOLOGY_ADDR_PATTERN ("switch.switch.node"); `pattern` is the
+    /// pattern of lines without one (empty: every component but the last is a switch). '#'
+    /// comments and blank lines are skipped. Throws Error naming `name` and the line for a
+    /// pattern that is not switches then one node or does not match its address, an empty
+    /// component, a node given twice, a switch under two parents; and as from_topology_conf()
+    /// for a job node without an address.
+    static Network from_topology_addr(std::string_view text, std::string_view name,
+                                      std::vector<std::string> nodes,
+                                      std::string_view pattern = {});
+
     std::size_t node_count() const noexcept { return nodes_.size(); }
     const std::vector<std::string>& nodes() const noexcept { return nodes_; }
     /// The node's index, or node_count() if it is not one of the job's.
