@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "cdsm/time_model.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -91,6 +92,29 @@ nlohmann::json TimeModel::to_json() const {
             {"injection_gbs", injection_gbs},
             {"network_cost", network_cost},
             {"network_cost_step", network_cost_step}};
+}
+
+double TimeModel::node_time_s(const CommMatrix& matrix, const Topology& topology,
+                              const Placement& placement) const {
+    if (placement.size() != matrix.size())
+        throw Error("placement", "has " + std::to_string(placement.size()) + " tasks, the matrix " +
+                                     std::to_string(matrix.size()));
+    std::size_t package = topology.level_count();
+    for (std::size_t l = 0; l < topology.level_count(); ++l)
+        if (topology.level_kind(l) == LevelKind::kPackage) package = l;
+    std::vector<double> per_task(matrix.size(), 0.0);
+    matrix.for_each_pair([&](std::size_t i, std::size_t j, CommMatrix::Value events) {
+        const bool one_socket =
+            package == topology.level_count() ||
+            topology.ancestor(placement[i], package) == topology.ancestor(placement[j], package);
+        const double us =
+            static_cast<double>(events) * (one_socket ? socket.latency_us : node.latency_us);
+        per_task[i] += us;
+        per_task[j] += us;
+    });
+    double most = 0;
+    for (const double t : per_task) most = std::max(most, t);
+    return most * 1e-6;
 }
 
 }  // namespace cdsm

@@ -6,6 +6,10 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "cdsm/comm_matrix.hpp"
+#include "cdsm/placement.hpp"
+#include "cdsm/topology.hpp"
+
 namespace cdsm {
 
 /// The cost of a message at one level of the machine: a latency and a per-process rate.
@@ -53,6 +57,15 @@ struct TimeModel {
     /// Reads a model file; Error names the file if it cannot be read or parsed.
     static TimeModel from_file(const std::filesystem::path& path);
     nlohmann::json to_json() const;
+
+    /// The node-level prediction of a placement (docs/cluster.md "Calibration"): each event of a
+    /// pair counted as one short message at the latency of the pair's level (the socket's when
+    /// both PUs share a package, or the machine has one; the node's otherwise), summed per task;
+    /// the largest task's sum, in seconds. cdsm.ko's events are page faults, not messages: it
+    /// ranks placements, it predicts no run's time. Throws Error if the placement's size is not
+    /// the matrix's.
+    double node_time_s(const CommMatrix& matrix, const Topology& topology,
+                       const Placement& placement) const;
 };
 
 /// Where cdsmctl looks for a model file when none is given.

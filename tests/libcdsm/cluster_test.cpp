@@ -125,6 +125,49 @@ TEST(Network, ReadsTopologyConf) {
         HasSubstr("t.conf:1: a line without SwitchName="));
 }
 
+// SLURM_TOPOLOGY_ADDR of each node, as the tree plugin sets it: the same tree as topology.conf.
+TEST(Network, ReadsSlurmTopologyAddr) {
+    const std::string addrs =
+        "# srun --ntasks-per-node=1 sh -c 'echo $SLURM_TOPOLOGY_ADDR "
+        "$SLURM_TOPOLOGY_ADDR_PATTERN'\n"
+        "top.s1.n1 switch.switch.node\ntop.s1.n2\ntop.s2.n3\n\ntop.s2.n4\ntop.s2.n5\n";
+    const auto net =
+        cdsm::Network::from_topology_addr(addrs, "addr.txt", cdsm::expand_hostlist("n[1-4]"));
+    const auto conf = cdsm::Network::from_topology_conf(
+        "SwitchName=s1 Nodes=n[1-2]\nSwitchName=s2 Nodes=n[3-5]\nSwitchName=top "
+        "Switches=s[1-2]\n",
+        "topology.conf", cdsm::expand_hostlist("n[1-4]"));
+    EXPECT_EQ(net.level_count(), 2u);
+    for (std::size_t a = 0; a < 4; ++a)
+        for (std::size_t b = 0; b < 4; ++b)
+            EXPECT_EQ(net.common_level(a, b), conf.common_level(a, b)) << a << " " << b;
+    EXPECT_EQ(net.describe(), conf.describe());
+    // One switch above all: flat.
+    EXPECT_EQ(cdsm::Network::from_topology_addr("sw.n1\nsw.n2\n", "a", {"n1", "n2"}).level_count(),
+              1u);
+    // The pattern for lines without one.
+    EXPECT_EQ(cdsm::Network::from_topology_addr("sw.n1\nsw.n2\n", "a", {"n1", "n2"}, "switch.node")
+                  .common_level(0, 1),
+              1u);
+}
+
+TEST(Network, BadSlurmTopologyAddrSaysWhere) {
+    const auto bad = [](const std::string& text, std::string_view pattern = {}) {
+        return error_of([&] {
+            cdsm::Network::from_topology_addr(text, "addr", {"n1", "n2"}, pattern);
+        });
+    };
+    EXPECT_THAT(bad("s.n1 switch.node\ns.n2 node.switch\n"),
+                HasSubstr("addr:2: pattern 'node.switch' is not switch.switch...node"));
+    EXPECT_THAT(bad("s.n1\ns.n2\n", "switch.switch.node"),
+                HasSubstr("addr:1: address 's.n1' has 2 components, its pattern 3"));
+    EXPECT_THAT(bad("s.n1\ns.n1\n"), HasSubstr("addr:2: node n1 is given twice"));
+    EXPECT_THAT(bad("a.s.n1\nb.s.n2\n"), HasSubstr("addr:2: switch s has two parents, a and b"));
+    EXPECT_THAT(bad("s..n1\n"), HasSubstr("addr:1: address 's..n1' has an empty name"));
+    EXPECT_THAT(bad("s.n1\n"), HasSubstr("addr: node n2 is under no switch"));
+    EXPECT_THAT(bad("s.n1 switch.node extra\n"), HasSubstr("addr:1: expected ADDRESS [PATTERN]"));
+}
+
 // 16 ranks on 4 nodes of 2 packages x 2 cores x 2 PUs (4 cores: the PUs' SMT siblings stay free).
 cdsm::Cluster four_nodes() {
     return cdsm::Cluster(cdsm::Network::flat(cdsm::expand_hostlist("n[1-4]")),
@@ -202,6 +245,22 @@ TEST(ClusterMap, ShuffledRing) {
     std::set<std::pair<std::uint32_t, cdsm::PuId>> slots;
     for (const auto& s : placement) slots.insert({s.node, s.core});
     EXPECT_EQ(slots.size(), 16u);
+}
+
+// Issue 28's rules inside each node: two partners on 2 nodes of 2 packages x 2 cores share a
+// node and, by default (balanced), each get a package of it (2 ranks on a node of 4 cores: 1 +
+// 1); under pack they share a package.
+TEST(ClusterMap, NodeRulesBalanceRanksOverPackages) {
+    const cdsm::Cluster cluster(cdsm::Network::flat({"n1", "n2"}),
+                                cdsm::Topology::from_synthetic("pack:2 core:2 pu:1"));
+    const cdsm::RankTraffic pair = pairs_traffic(2, {{0, 1}});
+    const auto balanced = cdsm::map_cluster(pair, cluster);
+    EXPECT_EQ(balanced[0].node, balanced[1].node);
+    EXPECT_NE(cluster.socket(balanced[0].core), cluster.socket(balanced[1].core));
+    const auto packed = cdsm::map_cluster(pair, cluster, nullptr,
+                                          {cdsm::SmtRule::kAvoid, cdsm::SpreadRule::kPack});
+    EXPECT_EQ(packed[0].node, packed[1].node);
+    EXPECT_EQ(cluster.socket(packed[0].core), cluster.socket(packed[1].core));
 }
 
 TEST(ClusterMap, Stencil2d) {
