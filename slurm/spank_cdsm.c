@@ -13,6 +13,12 @@
  *                           has ended, after srun may have returned: each file appears under
  *                           its name only when complete (written as .NAME.RANDOM.part, then
  *                           renamed); files 0600, a directory the plugin makes 0700.
+ *   --cdsm-mpi=monitor|off  monitor: Open MPI's monitoring of every rank pair for the step
+ *                           (OMPI_MCA_pml_monitoring_* in its tasks' environment), its files in
+ *                           DIR/cdsm-JOB.STEP-monitoring (made by the task, as the job's user),
+ *                           and the report adds the job's matrix, merged with this node's
+ *                           (cdsmctl job-matrix): DIR/cdsm-JOB.STEP-job-matrix.json. Needs
+ *                           --cdsm-report=DIR. Default off.
  *
  * plugstack.conf arguments: default=off|detect|map (map if not given), socket=PATH (cdsmd's
  * control socket, /run/cdsm/cdsmd.sock), cdsmctl=PATH (/usr/bin/cdsmctl, for reports),
@@ -72,6 +78,8 @@ static mode_t report_mode = 0600;
 static int report_timeout = 60;
 static long app_id = -1;
 static int tracked_once;
+/* --cdsm-mpi=monitor: Open MPI's monitoring for the step, the job's matrix in the report. */
+static int mpi_monitor;
 
 /* The size of escape()'s buffer: a log line's user-controlled part, cut beyond. */
 #define ESCAPED 1024
@@ -154,6 +162,23 @@ static int opt_report(int val, const char *arg, int remote)
 	return ESPANK_SUCCESS;
 }
 
+static int opt_mpi(int val, const char *arg, int remote)
+{
+	char e[ESCAPED];
+
+	(void)val;
+	(void)remote;
+	if (arg && strcmp(arg, "monitor") == 0) {
+		mpi_monitor = 1;
+	} else if (arg && strcmp(arg, "off") == 0) {
+		mpi_monitor = 0;
+	} else {
+		slurm_error("cdsm: --cdsm-mpi=%s: not monitor or off", escape(arg, e));
+		return ESPANK_BAD_ARG;
+	}
+	return ESPANK_SUCCESS;
+}
+
 struct spank_option spank_options[] = {
 	{ "cdsm", "off|detect|map",
 	  "cdsm for this job's steps: off (left alone), detect (communication tracked and "
@@ -163,6 +188,10 @@ struct spank_option spank_options[] = {
 	  "At the end of each step write cdsm's report (matrix CSV and JSON, heatmap PNG and SVG, "
 	  "placements) to DIR, an absolute path",
 	  1, 0, opt_report },
+	{ "cdsm-mpi", "monitor|off",
+	  "monitor: Open MPI's monitoring of every rank pair, and the job's matrix (monitoring "
+	  "merged with cdsm's) in the report; needs --cdsm-report",
+	  1, 0, opt_mpi },
 	SPANK_OPTIONS_TABLE_END
 };
 
@@ -542,6 +571,58 @@ int slurm_spank_task_post_fork(spank_t sp, int ac, char **av)
 	return 0;
 }
 
+static int open_report_dir(void);
+
+/* The step's monitoring directory, DIR/cdsm-JOB.STEP-monitoring, into @path. */
+static void monitoring_dir(uint32_t job, uint32_t step, char *path, size_t size)
+{
+	char label[48];
+
+	step_label(job, step, label, sizeof(label));
+	snprintf(path, size, "%s/cdsm-%s-monitoring", report_dir, label);
+}
+
+/*
+ * --cdsm-mpi=monitor, in each task just before it runs the user's program (as the job's user):
+ * the monitoring directory made (0700, the user's) and Open MPI's monitoring turned on through
+ * the environment, so that every rank writes DIR/prof.RANK.prof at MPI_Finalize. A program that
+ * is not Open MPI ignores the variables; the report then says that monitoring is missing.
+ */
+int slurm_spank_task_init(spank_t sp, int ac, char **av)
+{
+	char path[PATH_MAX + 64], file[PATH_MAX + 80], e[ESCAPED];
+	enum cdsm_mode mode = step_mode == MODE_UNSET ? site_mode : step_mode;
+	uint32_t job = 0, step = 0;
+	int dir;
+
+	(void)ac;
+	(void)av;
+	if (!spank_remote(sp) || !mpi_monitor || mode == MODE_OFF)
+		return 0;
+	if (!report_dir[0]) {
+		slurm_error("cdsm: --cdsm-mpi=monitor needs --cdsm-report=DIR; no monitoring");
+		return 0;
+	}
+	if (spank_get_item(sp, S_JOB_ID, &job) != ESPANK_SUCCESS ||
+	    spank_get_item(sp, S_JOB_STEPID, &step) != ESPANK_SUCCESS)
+		return 0;
+	monitoring_dir(job, step, path, sizeof(path));
+	dir = open_report_dir();
+	if (dir >= 0)
+		close(dir);
+	if (dir < 0 || (mkdir(path, 0700) < 0 && errno != EEXIST)) {
+		slurm_error("cdsm: job %u: cannot make %s: %s; no monitoring", job,
+			    escape(path, e), strerror(errno));
+		return 0;
+	}
+	snprintf(file, sizeof(file), "%s/prof", path);
+	if (spank_setenv(sp, "OMPI_MCA_pml_monitoring_enable", "2", 1) != ESPANK_SUCCESS ||
+	    spank_setenv(sp, "OMPI_MCA_pml_monitoring_enable_output", "3", 1) != ESPANK_SUCCESS ||
+	    spank_setenv(sp, "OMPI_MCA_pml_monitoring_filename", file, 1) != ESPANK_SUCCESS)
+		slurm_error("cdsm: job %u: cannot set OMPI_MCA_pml_monitoring_*; no monitoring", job);
+	return 0;
+}
+
 /* In a child about to exec: @from[i] becomes descriptor i (i < @n); the rest close on exec. */
 static int place_fds(const int *from, int n)
 {
@@ -696,6 +777,20 @@ static int write_report(uid_t uid, gid_t gid, gid_t *gids, int ngids, uint32_t j
 	}
 	failed |= report_publish(dir, &pic[0], ok) < 0;
 	failed |= report_publish(dir, &pic[1], ok) < 0;
+	if (mpi_monitor) {
+		/* The job's matrix: the monitoring files merged with this node's saved matrix. */
+		char mon[PATH_MAX + 64], node[320], host[256] = "";
+		char *job_args[] = { "cdsmctl", "job-matrix", "--monitoring", mon, "--node-matrix",
+				     node, "--format", "json", NULL };
+		struct report_file jm = { .fd = -1 };
+
+		gethostname(host, sizeof(host) - 1);
+		monitoring_dir(job, step, mon, sizeof(mon));
+		snprintf(node, sizeof(node), "%s=/proc/self/fd/0", host[0] ? host : "localhost");
+		ok = report_create(dir, prefix, "job-matrix.json", &jm) == 0 &&
+		     run_cdsmctl(job_args, matrix, jm.fd, NULL, 0) == 0;
+		failed |= report_publish(dir, &jm, ok) < 0;
+	}
 	close(matrix);
 	close(dir);
 	return failed ? REPORT_FAILED : REPORT_OK;
