@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "calibrate.hpp"
 #include "cdsm/error.hpp"
 #include "cdsm/mapper.hpp"
 #include "cdsm/topology_json.hpp"
@@ -16,6 +17,7 @@
 #include "client.hpp"
 #include "cluster_map.hpp"
 #include "commands.hpp"
+#include "job_matrix.hpp"
 #include "output.hpp"
 
 namespace cdsm::cdsmctl {
@@ -28,6 +30,7 @@ Offline, without a kernel or a daemon:
   cdsmctl show --matrix m.csv --png m.png
   cdsmctl topology --topology machine.xml
   cdsmctl cluster-map --monitoring mon/ --nodes 'n[1-4]' --node-topology node.xml --hostfile h
+  cdsmctl job-matrix --monitoring mon/ --node-matrix n1=n1.json --node-matrix n2=n2.json
 Through cdsmd (socket: --socket, $CDSM_SOCKET, or /run/cdsm/cdsmd.sock):
   cdsmctl run --name lulesh -- mpirun -np 8 ./lulesh
   cdsmctl show lulesh --by rank
@@ -43,6 +46,8 @@ struct Options {
     TrackOptions track;
     std::string topology;
     ClusterMapOptions cluster;
+    JobMatrixOptions job;
+    CalibrateOptions calibrate;
 };
 
 void add_show(CLI::App& app, Options& o) {
@@ -109,6 +114,11 @@ void add_map(CLI::App& app, Options& o) {
                     "cores) or pack (as few packages as communication wants)")
         ->check(CLI::IsMember({"balanced", "pack"}))
         ->capture_default_str();
+    map->add_option("--time-model", o.map.time_model,
+                    std::string("Offline: the time model for the predicted time beside the cost "
+                                "(default: ") +
+                        std::string(cdsm::kDefaultTimeModelPath) +
+                        " if present, as cdsmctl calibrate writes it; else none)");
     map->add_flag("-n,--dry-run", o.map.dry_run,
                   "Through cdsmd: compute and report, but do not migrate");
     map->add_flag("--json", o.map.json,
@@ -126,9 +136,23 @@ void add_tracking(CLI::App& app, Options& o) {
         "map: cdsmd places its tasks (default); detect: cdsmd plans and reports, never moves";
     run->add_option("--mode", o.run.mode, mode_help)->check(modes);
     run->add_flag("-v,--verbose", o.run.verbose, "Say which application id it got, on stderr");
+    run->add_option("--mpi-monitor", o.run.mpi_monitor,
+                    "Open MPI's monitoring of every rank pair (OMPI_MCA_pml_monitoring_* in the "
+                    "command's environment) and, after the run, the job's matrix: auto (for "
+                    "mpirun, mpiexec, orterun), on, off")
+        ->check(CLI::IsMember({"auto", "on", "off"}))
+        ->capture_default_str();
+    run->add_option("--monitoring-dir", o.run.monitoring_dir,
+                    "Where Open MPI writes its monitoring files (an empty directory; default: "
+                    "a new one in $TMPDIR or /tmp, kept)");
+    run->add_option("--job-matrix", o.run.job_matrix,
+                    "Where to write the job's matrix (cdsm-matrix JSON; default: "
+                    "job-matrix.json in the monitoring directory)");
     run->footer(
         "COMMAND [ARG...] follows run's options, after an optional '--'; its words are "
-        "never read as cdsmctl's.\n");
+        "never read as cdsmctl's.\n"
+        "With monitoring, the job's matrix merges Open MPI's counts of every rank pair with "
+        "this node's shared-memory matrix (cdsmctl job-matrix shows it).\n");
 
     auto* track = app.add_subcommand("track", "Track a running process tree or a cgroup");
     auto* pid = track->add_option("--pid", o.track.pid, "Process id (its threads and children)");
@@ -160,7 +184,8 @@ std::vector<std::string> take_run_command(std::vector<const char*>& args) {
     if (i >= args.size() || std::string_view(args[i]) != "run") return {};
     for (++i; i < args.size(); ++i) {
         const std::string_view arg = args[i];
-        if (arg == "--name" || arg == "--mode") {
+        if (arg == "--name" || arg == "--mode" || arg == "--mpi-monitor" ||
+            arg == "--monitoring-dir" || arg == "--job-matrix") {
             ++i;
             continue;
         }
@@ -183,6 +208,8 @@ int dispatch(CLI::App& app, Options& o) {
     const std::string name = subcommand(app)->get_name();
     std::ostream& out = std::cout;
     if (name == "cluster-map") return cluster_map(o.cluster, out);
+    if (name == "job-matrix") return job_matrix(o.job, out);
+    if (name == "calibrate") return calibrate(o.calibrate, out);
     CdsmdClient client(o.socket);
     if (name == "list") return list_apps(client, o.json, out);
     if (name == "tasks") return show_tasks(client, o.app, o.json, out);
@@ -220,8 +247,9 @@ int dispatch(CLI::App& app, Options& o) {
         return map_offline(o.map, out);
     }
     if (o.map.app.empty()) throw UsageError("map: give APP, or --matrix FILE --topology MACHINE");
-    if (!o.map.topology.empty() || !o.map.current.empty())
-        throw UsageError("map APP: --topology and --current are for offline use with --matrix");
+    if (!o.map.topology.empty() || !o.map.current.empty() || !o.map.time_model.empty())
+        throw UsageError(
+            "map APP: --topology, --current and --time-model are for offline use with --matrix");
     return map_app(client, o.map, out);
 }
 
@@ -248,8 +276,9 @@ int main(int argc, char** argv) {
     // every one when none is named, for help, or when the name is no subcommand's.
     const std::size_t at = subcommand_index(args);
     const std::string_view named = at < args.size() ? args[at] : "";
-    constexpr std::string_view kNames[] = {"list",  "tasks",   "show",  "map",      "run",
-                                           "track", "untrack", "stats", "topology", "cluster-map"};
+    constexpr std::string_view kNames[] = {"list",     "tasks",       "show",       "map",
+                                           "run",      "track",       "untrack",    "stats",
+                                           "topology", "cluster-map", "job-matrix", "calibrate"};
     const bool all = std::find(std::begin(kNames), std::end(kNames), named) == std::end(kNames);
     const auto wanted = [&](std::initializer_list<std::string_view> names) {
         return all || std::find(names.begin(), names.end(), named) != names.end();
@@ -286,6 +315,8 @@ int main(int argc, char** argv) {
                            "Print JSON (stable fields: /usr/share/doc/cdsm/cdsmctl-json.md)");
     }
     if (wanted({"cluster-map"})) add_cluster_map(app, o.cluster);
+    if (wanted({"job-matrix"})) add_job_matrix(app, o.job);
+    if (wanted({"calibrate"})) add_calibrate(app, o.calibrate);
     app.footer(kFooter);  // after the subcommands, which would inherit it
 
     try {

@@ -4,9 +4,7 @@
 #include <fmt/format.h>
 
 #include <filesystem>
-#include <fstream>
 #include <optional>
-#include <sstream>
 
 #include "cdsm/cluster.hpp"
 #include "cdsm/error.hpp"
@@ -18,14 +16,6 @@
 namespace cdsm::cdsmctl {
 namespace {
 
-std::string read_file(const std::string& path) {
-    std::ifstream in(path);
-    if (!in) throw cdsm::Error(path, "cannot be read");
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
-
 cdsm::RankTraffic load_traffic(const ClusterMapOptions& o) {
     if (!o.monitoring.empty())
         return cdsm::read_monitoring(o.monitoring,
@@ -36,14 +26,6 @@ cdsm::RankTraffic load_traffic(const ClusterMapOptions& o) {
     return cdsm::RankTraffic::from_matrices(bytes.matrix, &messages.matrix);
 }
 
-cdsm::TimeModel load_model(const std::string& path) {
-    if (!path.empty()) return cdsm::TimeModel::from_file(path);
-    std::error_code ec;
-    if (std::filesystem::exists(cdsm::kDefaultTimeModelPath, ec))
-        return cdsm::TimeModel::from_file(cdsm::kDefaultTimeModelPath);
-    return {};
-}
-
 nlohmann::json figures_json(const cdsm::PlacementFigures& f, const cdsm::Cluster& cluster) {
     return {{"inter_node_bytes", f.inter_node_bytes},
             {"inter_node_messages", f.inter_node_messages},
@@ -51,13 +33,6 @@ nlohmann::json figures_json(const cdsm::PlacementFigures& f, const cdsm::Cluster
             {"time_s", f.time_s},
             {"slowest_node", cluster.network().nodes().at(f.slowest_node)},
             {"slowest_node_bytes_out", f.slowest_node_bytes_out}};
-}
-
-void write_file(const std::string& path, const std::string& text) {
-    std::ofstream out(path);
-    out << text;
-    out.flush();
-    if (!out) throw cdsm::Error(path, "cannot be written");
 }
 
 }  // namespace
@@ -92,11 +67,27 @@ void add_cluster_map(CLI::App& app, ClusterMapOptions& o) {
                     "Every node's hierarchy: an hwloc XML file (lstopo --of xml) or a synthetic "
                     "description such as \"pack:2 core:8 pu:2\"; one rank per core")
         ->required();
-    cmd->add_option("--topology-conf", o.topology_conf,
-                    "Slurm's topology.conf for the network's switches (default: one switch "
-                    "above every node)");
+    auto* conf = cmd->add_option("--topology-conf", o.topology_conf,
+                                 "Slurm's topology.conf for the network's switches (default: "
+                                 "one switch above every node)");
+    auto* addr = cmd->add_option(
+        "--topology-addr", o.topology_addr,
+        "Instead: the nodes' SLURM_TOPOLOGY_ADDR (e.g. s0.s2.n5), one a line, each optionally "
+        "followed by its SLURM_TOPOLOGY_ADDR_PATTERN (e.g. from srun --ntasks-per-node=1 sh -c "
+        "'echo $SLURM_TOPOLOGY_ADDR $SLURM_TOPOLOGY_ADDR_PATTERN')");
+    addr->excludes(conf);
+    cmd->add_option("--topology-addr-pattern", o.topology_addr_pattern,
+                    "SLURM_TOPOLOGY_ADDR_PATTERN of the lines without one (default: every "
+                    "component but the last is a switch)")
+        ->needs(addr);
     cmd->add_option("--current", o.current,
                     "The placement to compare with (before): block, cyclic, or a SLURM_HOSTFILE")
+        ->capture_default_str();
+    cmd->add_option("--spread", o.spread,
+                    "Within each node: balanced (its ranks shared among its packages in "
+                    "proportion to their cores) or pack (partners gathered on as few packages "
+                    "as communication wants); one rank per core either way")
+        ->check(CLI::IsMember({"balanced", "pack"}))
         ->capture_default_str();
     cmd->add_option("--time-model", o.time_model,
                     std::string("Latencies, rates and network costs, a JSON file (default: ") +
@@ -128,12 +119,16 @@ int cluster_map(const ClusterMapOptions& o, std::ostream& out) {
         throw UsageError("cluster-map: give --monitoring DIR or --matrix FILE");
     const cdsm::RankTraffic traffic = load_traffic(o);
     std::vector<std::string> nodes = cdsm::expand_hostlist(o.nodes);
-    cdsm::Network network = o.topology_conf.empty() ? cdsm::Network::flat(std::move(nodes))
-                                                    : cdsm::Network::from_topology_conf(
-                                                          read_file(o.topology_conf),
-                                                          o.topology_conf, std::move(nodes));
+    cdsm::Network network =
+        !o.topology_conf.empty()
+            ? cdsm::Network::from_topology_conf(read_file_text(o.topology_conf), o.topology_conf,
+                                                std::move(nodes))
+        : !o.topology_addr.empty()
+            ? cdsm::Network::from_topology_addr(read_file_text(o.topology_addr), o.topology_addr,
+                                                std::move(nodes), o.topology_addr_pattern)
+            : cdsm::Network::flat(std::move(nodes));
     const cdsm::Cluster cluster(std::move(network), load_topology(o.node_topology),
-                                load_model(o.time_model));
+                                load_time_model(o.time_model).value_or(cdsm::TimeModel{}));
     const std::size_t ranks = traffic.ranks();
     cdsm::ClusterPlacement current;
     if (o.current == "block")
@@ -141,13 +136,14 @@ int cluster_map(const ClusterMapOptions& o, std::ostream& out) {
     else if (o.current == "cyclic")
         current = cdsm::cyclic_placement(ranks, cluster);
     else
-        current = cdsm::hostfile_placement(read_file(o.current), o.current, ranks, cluster);
-    const cdsm::ClusterPlacement placement = cdsm::map_cluster(traffic, cluster, &current);
+        current = cdsm::hostfile_placement(read_file_text(o.current), o.current, ranks, cluster);
+    const cdsm::ClusterPlacement placement = cdsm::map_cluster(
+        traffic, cluster, &current, {cdsm::SmtRule::kAvoid, cdsm::parse_spread_rule(o.spread)});
     const cdsm::PlacementFigures before = cdsm::evaluate(traffic, cluster, current);
     const cdsm::PlacementFigures after = cdsm::evaluate(traffic, cluster, placement);
 
-    if (!o.hostfile.empty()) write_file(o.hostfile, cdsm::format_hostfile(cluster, placement));
-    if (!o.rankfile.empty()) write_file(o.rankfile, cdsm::format_rankfile(cluster, placement));
+    if (!o.hostfile.empty()) write_file_text(o.hostfile, cdsm::format_hostfile(cluster, placement));
+    if (!o.rankfile.empty()) write_file_text(o.rankfile, cdsm::format_rankfile(cluster, placement));
     if (!o.save_matrix.empty()) cdsm::write_matrix_file(o.save_matrix, traffic.byte_matrix());
 
     if (o.format == "json") {

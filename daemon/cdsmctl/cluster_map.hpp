@@ -17,8 +17,11 @@ struct ClusterMapOptions {
     std::string nodes;          ///< --nodes: Slurm hostlist
     std::string node_topology;  ///< --node-topology: hwloc XML or synthetic
     std::string topology_conf;  ///< --topology-conf: Slurm's topology.conf
+    std::string topology_addr;  ///< --topology-addr: the nodes' SLURM_TOPOLOGY_ADDR, one a line
+    std::string topology_addr_pattern;  ///< --topology-addr-pattern: SLURM_TOPOLOGY_ADDR_PATTERN
     std::string current = "block";
-    std::string time_model;  ///< --time-model: JSON file
+    std::string spread = "balanced";  ///< --spread: within each node (issue 28's rule)
+    std::string time_model;           ///< --time-model: JSON file
     std::string hostfile;
     std::string rankfile;
     std::string save_matrix;

@@ -101,6 +101,14 @@ cdsm::Topology load_topology(const std::string& spec) {
     return xml ? cdsm::Topology::from_xml_file(spec) : cdsm::Topology::from_synthetic(spec);
 }
 
+std::optional<cdsm::TimeModel> load_time_model(const std::string& path) {
+    if (!path.empty()) return cdsm::TimeModel::from_file(path);
+    std::error_code ec;
+    if (std::filesystem::exists(cdsm::kDefaultTimeModelPath, ec))
+        return cdsm::TimeModel::from_file(cdsm::kDefaultTimeModelPath);
+    return std::nullopt;
+}
+
 cdsm::TaskMatrix load_matrix(const std::string& path) {
     const std::string text = read_text(path);
     const std::string name = path == "-" ? "standard input" : path;
@@ -157,6 +165,11 @@ int map_offline(const MapOptions& options, std::ostream& out) {
         const cdsm::Placement p = cdsm::make_mapper(name, options.seed)->map(problem);
         baselines[std::string(name)] = cdsm::mapping_cost(file.matrix, p, distances);
     }
+    // The model's prediction beside the cost, when there is a model (cdsmctl calibrate).
+    if (const auto model = load_time_model(options.time_model)) {
+        result["time_s"] = model->node_time_s(file.matrix, topology, placement);
+        if (current) result["time_s_current"] = model->node_time_s(file.matrix, topology, *current);
+    }
     if (current) {
         baselines["current"] = cdsm::mapping_cost(file.matrix, *current, distances);
         result["moves"] = placement.moves_from(*current);
@@ -191,6 +204,13 @@ void print_mapping(const nlohmann::json& m, std::ostream& out) {
         if (const auto& moves = field(m, "moves"); moves.is_number())
             out << fmt::format(" ({} tasks move from --current)", cell(moves));
         out << '\n';
+        if (const auto& t = field(m, "time_s"); t.is_number()) {
+            out << fmt::format("time (model, 1 event = 1 short message): {:.6g} s",
+                               t.get<double>());
+            if (const auto& tc = field(m, "time_s_current"); tc.is_number())
+                out << fmt::format(" ({:.6g} s with --current)", tc.get<double>());
+            out << '\n';
+        }
     } else if (const auto& after = field(m, "cost_after"); after.is_number()) {
         cost = after.get<double>();
         out << fmt::format("cost: {} before, {} after\n", cell(field(m, "cost_before")),

@@ -15,6 +15,7 @@
 
 #include "cdsm/distances.hpp"
 #include "cdsm/mapper.hpp"
+#include "cdsm/time_model.hpp"
 #include "cdsm/topology.hpp"
 #include "client.hpp"
 #include "labelled_matrix.hpp"
@@ -47,6 +48,7 @@ struct MapOptions {
     std::string spread = "pack";  ///< --spread balanced|pack
     bool dry_run = false;
     bool json = false;
+    std::string time_model;  ///< --time-model (offline): the model for the predicted time
 };
 
 struct RunOptions {
@@ -54,6 +56,9 @@ struct RunOptions {
     std::string mode;  ///< "" (cdsmd's default, map), "map" or "detect"
     std::vector<std::string> command;
     bool verbose = false;
+    std::string mpi_monitor = "auto";  ///< --mpi-monitor auto|on|off
+    std::string monitoring_dir;        ///< --monitoring-dir
+    std::string job_matrix;            ///< --job-matrix FILE
 };
 
 struct TrackOptions {
@@ -68,6 +73,9 @@ struct TrackOptions {
 
 /// An hwloc XML file (an existing file or a name ending in .xml) or a synthetic description.
 cdsm::Topology load_topology(const std::string& spec);
+/// The time model of `path`, or without one of /etc/cdsm/time-model.json when it exists (what
+/// cdsmctl calibrate writes); nothing when neither.
+std::optional<cdsm::TimeModel> load_time_model(const std::string& path);
 /// A matrix file, CSV or JSON ("-": standard input, either format).
 cdsm::TaskMatrix load_matrix(const std::string& path);
 int map_offline(const MapOptions& options, std::ostream& out);

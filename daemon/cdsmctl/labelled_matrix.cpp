@@ -103,7 +103,9 @@ LabelledMatrix from_cdsmd_matrix(const nlohmann::json& reply, Axis by, std::stri
                        {},
                        nlohmann::json::array(),
                        // An older cdsmd sends no "view": it knew the aged matrix only.
-                       reply.value("view", "aged")};
+                       reply.value("view", "aged"),
+                       "events",
+                       {}};
     bool all_tids = true;
     // Under --by rank, a rank of several tasks (a hybrid code's threads): "3" for its main
     // thread, "3.1", "3.2", ... for the others; a rank of one task is "3".
@@ -142,6 +144,8 @@ LabelledMatrix from_task_matrix(cdsm::TaskMatrix file, Axis by, std::string titl
                        std::move(title),
                        {},
                        nullptr,
+                       {},
+                       "events",
                        {}};
     for (std::size_t r : order) {
         out.labels.push_back(key_label(keys[r]));

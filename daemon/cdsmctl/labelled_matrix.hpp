@@ -36,6 +36,11 @@ struct LabelledMatrix {
     nlohmann::json tasks;
     /// cdsmd's matrix: "whole" (the run) or "aged"; empty for a file.
     std::string view;
+    /// What a cell counts, for the legend: "events" or "bytes".
+    std::string unit = "events";
+    /// Per row, its group (a job's node): the heatmap draws a line where it changes. Empty for
+    /// none.
+    std::vector<std::string> groups;
 };
 
 /// From cdsmd's reply to {"cmd":"matrix"}: {"dim","cells","tasks"}. Throws cdsm::Error naming

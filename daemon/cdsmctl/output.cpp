@@ -5,6 +5,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "cdsm/error.hpp"
 
 namespace cdsm::cdsmctl {
 namespace {
@@ -45,6 +49,21 @@ void Table::print(std::ostream& out) const {
     };
     line(header_, true);
     for (const auto& row : rows_) line(row, false);
+}
+
+std::string read_file_text(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw cdsm::Error(path, "cannot be read");
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+void write_file_text(const std::string& path, const std::string& text) {
+    std::ofstream out(path);
+    out << text;
+    out.flush();
+    if (!out) throw cdsm::Error(path, "cannot be written");
 }
 
 std::string format_number(double value) {

@@ -36,6 +36,11 @@ class Table {
 /// decimals.
 std::string format_number(double value);
 
+/// A whole text file; cdsm::Error "PATH: cannot be read" if it cannot be.
+std::string read_file_text(const std::string& path);
+/// Writes `text` to `path`; cdsm::Error "PATH: cannot be written" if it cannot.
+void write_file_text(const std::string& path, const std::string& text);
+
 /// A JSON value as a table cell: numbers and strings plainly, null as "-".
 std::string cell(const nlohmann::json& value);
 

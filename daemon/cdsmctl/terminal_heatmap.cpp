@@ -31,6 +31,7 @@ struct Blocks {
     std::vector<double> cells;               // n x n
     std::vector<std::string> labels;         // rows: "first-last" of each block
     std::vector<std::string> column_labels;  // columns: the first, to keep them short
+    std::vector<bool> boundary;              // a group (node) starts at this block
     double at(std::size_t i, std::size_t j) const { return cells[i * n + j]; }
 };
 
@@ -48,6 +49,7 @@ Blocks blocks_of(const LabelledMatrix& m, std::size_t k) {
         b.labels.push_back(first == last ? m.labels[first]
                                          : m.labels[first] + "-" + m.labels[last]);
         b.column_labels.push_back(m.labels[first]);
+        b.boundary.push_back(a > 0 && !m.groups.empty() && m.groups[first] != m.groups[first - 1]);
     }
     return b;
 }
@@ -136,6 +138,7 @@ std::string render_terminal_heatmap(const LabelledMatrix& m, const HeatmapStyle&
     for (std::size_t line = 0; line < column_height; ++line) {
         std::string text(label_width + 3, ' ');
         for (std::size_t j = 0; j < b.n; ++j) {
+            if (b.boundary[j]) text += ' ';
             const std::string& l = b.column_labels[j];
             const std::size_t pad = column_height - l.size();
             text += line < pad ? ' ' : l[line - pad];
@@ -144,18 +147,32 @@ std::string render_terminal_heatmap(const LabelledMatrix& m, const HeatmapStyle&
         while (!text.empty() && text.back() == ' ') text.pop_back();
         out += text + '\n';
     }
+    // Groups (a job's nodes) are set apart by a line across and a bar down.
+    const std::string_view rule = style.utf8 ? "─" : "-";
+    const std::string_view cross = style.utf8 ? "┼" : "+";
     for (std::size_t i = 0; i < b.n; ++i) {
+        if (b.boundary[i]) {
+            std::string line = std::string(label_width + 2, ' ') + std::string(cross);
+            for (std::size_t j = 0; j < b.n; ++j) {
+                if (b.boundary[j]) line += cross;
+                line += std::string(rule) + std::string(rule);
+            }
+            out += line + std::string(cross) + '\n';
+        }
         out += fmt::format("{:>{}} {}", b.labels[i], label_width + 1, bar);
-        for (std::size_t j = 0; j < b.n; ++j)
+        for (std::size_t j = 0; j < b.n; ++j) {
+            if (b.boundary[j]) out += bar;
             out += cell_text(shade_level(b.at(i, j), max, levels), style);
+        }
         out += std::string(bar) + '\n';
     }
     // Legend: what each shade stands for, in events per pair (or per block).
     const std::string indent(label_width + 2, ' ');
     out += indent + "rows, columns: " + m.axis +
-           (k > 1 ? fmt::format(", in blocks of {}x{} tasks", k, k) : "") + '\n';
+           (k > 1 ? fmt::format(", in blocks of {}x{} tasks", k, k) : "") +
+           (m.groups.empty() ? "" : "; lines between nodes") + '\n';
     out += indent +
-           fmt::format("max {} events per {}\n", format_number(max), k > 1 ? "block" : "pair");
+           fmt::format("max {} {} per {}\n", format_number(max), m.unit, k > 1 ? "block" : "pair");
     std::string legend = indent;
     for (std::size_t level = 1; level < levels; ++level) {
         const double upper = max * static_cast<double>(level) / static_cast<double>(levels - 1);

@@ -164,8 +164,8 @@ TEST(Errors, UnwritablePicture) {
 TEST(Help, EverySubcommandHasHelp) {
     const Result top = cdsmctl({"--help"});
     EXPECT_EQ(top.status, 0);
-    for (const char* sub :
-         {"list", "tasks", "show", "map", "run", "track", "untrack", "stats", "topology"}) {
+    for (const char* sub : {"list", "tasks", "show", "map", "run", "track", "untrack", "stats",
+                            "topology", "cluster-map", "job-matrix", "calibrate"}) {
         EXPECT_NE(top.out.find(std::string("  ") + sub + " "), std::string::npos) << sub;
         const Result r = cdsmctl({sub, "--help"});
         EXPECT_EQ(r.status, 0) << sub;

@@ -257,8 +257,8 @@ TEST(ClusterMap, NodeRulesBalanceRanksOverPackages) {
     const auto balanced = cdsm::map_cluster(pair, cluster);
     EXPECT_EQ(balanced[0].node, balanced[1].node);
     EXPECT_NE(cluster.socket(balanced[0].core), cluster.socket(balanced[1].core));
-    const auto packed = cdsm::map_cluster(pair, cluster, nullptr,
-                                          {cdsm::SmtRule::kAvoid, cdsm::SpreadRule::kPack});
+    const auto packed =
+        cdsm::map_cluster(pair, cluster, nullptr, {cdsm::SmtRule::kAvoid, cdsm::SpreadRule::kPack});
     EXPECT_EQ(packed[0].node, packed[1].node);
     EXPECT_EQ(cluster.socket(packed[0].core), cluster.socket(packed[1].core));
 }
