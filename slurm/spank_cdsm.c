@@ -585,12 +585,13 @@ static void monitoring_dir(uint32_t job, uint32_t step, char *path, size_t size)
 /*
  * --cdsm-mpi=monitor, in each task just before it runs the user's program (as the job's user):
  * the monitoring directory made (0700, the user's) and Open MPI's monitoring turned on through
- * the environment, so that every rank writes DIR/prof.RANK.prof at MPI_Finalize. A program that
- * is not Open MPI ignores the variables; the report then says that monitoring is missing.
+ * the environment, so that every rank writes DIR/prof.RANK.prof at MPI_Finalize; a PML list in
+ * OMPI_MCA_pml gets ",monitoring" (a list without it excludes the monitoring PML). A program
+ * that is not Open MPI ignores the variables; the report then says that monitoring is missing.
  */
 int slurm_spank_task_init(spank_t sp, int ac, char **av)
 {
-	char path[PATH_MAX + 64], file[PATH_MAX + 80], e[ESCAPED];
+	char path[PATH_MAX + 64], file[PATH_MAX + 80], pml[256], e[ESCAPED];
 	enum cdsm_mode mode = step_mode == MODE_UNSET ? site_mode : step_mode;
 	uint32_t job = 0, step = 0;
 	int dir;
@@ -616,6 +617,12 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 		return 0;
 	}
 	snprintf(file, sizeof(file), "%s/prof", path);
+	/* A PML list (OMPI_MCA_pml=ob1) must name monitoring too, or Open MPI never loads it. */
+	if (spank_getenv(sp, "OMPI_MCA_pml", pml, sizeof(pml)) == ESPANK_SUCCESS && pml[0] &&
+	    pml[0] != '^' && !strstr(pml, "monitoring") && strlen(pml) + 12 < sizeof(pml)) {
+		strcat(pml, ",monitoring");
+		spank_setenv(sp, "OMPI_MCA_pml", pml, 1);
+	}
 	if (spank_setenv(sp, "OMPI_MCA_pml_monitoring_enable", "2", 1) != ESPANK_SUCCESS ||
 	    spank_setenv(sp, "OMPI_MCA_pml_monitoring_enable_output", "3", 1) != ESPANK_SUCCESS ||
 	    spank_setenv(sp, "OMPI_MCA_pml_monitoring_filename", file, 1) != ESPANK_SUCCESS)

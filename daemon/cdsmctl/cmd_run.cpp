@@ -164,6 +164,10 @@ int run_tracked(CdsmdClient& client, const RunOptions& options) {
         // Through the environment, so that any mpirun command line gets it (Open MPI reads
         // OMPI_MCA_* in every rank).
         dir = monitoring_directory(options.monitoring_dir);
+        // A PML list (OMPI_MCA_pml=ob1) must name monitoring too, or Open MPI never loads it.
+        if (const char* pml = std::getenv("OMPI_MCA_pml");
+            pml && *pml && *pml != '^' && !std::strstr(pml, "monitoring"))
+            setenv("OMPI_MCA_pml", (std::string(pml) + ",monitoring").c_str(), 1);
         setenv("OMPI_MCA_pml_monitoring_enable", "2", 1);
         setenv("OMPI_MCA_pml_monitoring_enable_output", "3", 1);
         setenv("OMPI_MCA_pml_monitoring_filename", (dir + "/prof").c_str(), 1);

@@ -130,7 +130,8 @@ TEST(JobMatrix, RunOfMpirunCountsEveryPairExactly) {
                               "--iterations",
                               "10",
                               "--bytes",
-                              "4096"});
+                              "4096"},
+                             {"OMPI_MCA_pml=ob1"});
     ASSERT_EQ(r.status, 0) << r.out << r.err;
     EXPECT_THAT(r.err, HasSubstr("cdsmctl: job matrix (4 ranks, "));
     std::ifstream in(out);
