@@ -7,6 +7,9 @@ work=$(mktemp -d)
 log=$work/cdsmd.log
 config=$work/cdsmd.toml
 export CDSM_SOCKET=/run/cdsm/cdsmd.sock
+# Every test starts from no cdsmd state, as in a guest of its own (tests/vm/each runs several in
+# one): a state file left by an earlier test would be restored by this one's cdsmd.
+rm -rf /run/cdsm
 # Shown by the guest when a test hangs (tests/vm/hung).
 echo "$log" >>/run/cdsm-vm-show
 
