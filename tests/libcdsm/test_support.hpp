@@ -2,6 +2,7 @@
 // Machines the tests map onto, and a way to read an expected error.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 #include "cdsm/cost.hpp"
@@ -11,6 +12,28 @@
 #include "cdsm/topology.hpp"
 
 namespace cdsm::test {
+
+// True in the sanitizer tree (tests/fuzz/run: AddressSanitizer and UndefinedBehaviorSanitizer,
+// -O1), where the mapping code runs about ten times slower: the property tests there check a
+// sample of their cases (sampled()), the same code paths on every machine, and the normal build
+// checks them all.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kSanitized = true;
+#else
+inline constexpr bool kSanitized = false;
+#endif
+#else
+inline constexpr bool kSanitized = false;
+#endif
+
+// Whether the next case of a property test runs: every one in the normal build, one in
+// @p stride under the sanitizers (@p counter counts the cases seen).
+inline bool sampled(std::size_t& counter, std::size_t stride = 4) {
+    return !kSanitized || counter++ % stride == 0;
+}
 
 inline std::string data_path(const std::string& relative) {
     return std::string(CDSM_TEST_DATA_DIR) + "/" + relative;
