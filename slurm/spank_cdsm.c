@@ -169,34 +169,33 @@ static const char *rule_word(const char *s, const char *const *names)
 	return NULL;
 }
 
-static int opt_smt(int val, const char *arg, int remote)
+/* --cdsm-@name=@arg: one of @names into *@to, else the plugin's message (choices @choices). */
+static int opt_rule(const char *name, const char *arg, const char *const *names,
+		    const char **to, const char *choices)
 {
 	char e[ESCAPED];
-	const char *w = rule_word(arg, smt_names);
+	const char *w = rule_word(arg, names);
 
-	(void)val;
-	(void)remote;
 	if (!w) {
-		slurm_error("cdsm: --cdsm-smt=%s: not avoid or allow", escape(arg, e));
+		slurm_error("cdsm: --cdsm-%s=%s: not %s", name, escape(arg, e), choices);
 		return ESPANK_BAD_ARG;
 	}
-	step_smt = w;
+	*to = w;
 	return ESPANK_SUCCESS;
+}
+
+static int opt_smt(int val, const char *arg, int remote)
+{
+	(void)val;
+	(void)remote;
+	return opt_rule("smt", arg, smt_names, &step_smt, "avoid or allow");
 }
 
 static int opt_spread(int val, const char *arg, int remote)
 {
-	char e[ESCAPED];
-	const char *w = rule_word(arg, spread_names);
-
 	(void)val;
 	(void)remote;
-	if (!w) {
-		slurm_error("cdsm: --cdsm-spread=%s: not balanced or pack", escape(arg, e));
-		return ESPANK_BAD_ARG;
-	}
-	step_spread = w;
-	return ESPANK_SUCCESS;
+	return opt_rule("spread", arg, spread_names, &step_spread, "balanced or pack");
 }
 
 static int opt_report(int val, const char *arg, int remote)
