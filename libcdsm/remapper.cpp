@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 
 #include "cdsm/cost.hpp"
 #include "cdsm/error.hpp"
@@ -17,6 +18,54 @@ namespace {
 // and by min_gain (so even with min_gain 0 an equally good one does not win).
 bool cheaper_by(double cost, double than, double min_gain) {
     return cost < than && cost <= (1 - min_gain) * than;
+}
+
+// The current placement with only the tasks not `placed` before moved, so that it keeps the
+// rules: each in turn (in task order) to the free PU of an idle core where it costs least with
+// the tasks already there, preferring PUs that keep the tasks so far within the rules; nullopt
+// when no such placement keeps them (e.g. the placed tasks alone break them).
+std::optional<Placement> keep_placed_within_rules(
+    const CommMatrix& matrix, const Topology& topology, const Distances& distances,
+    const Placement& current, const std::vector<bool>& placed, PlacementRules rules) {
+    const std::vector<std::uint32_t> core = core_of_pus(topology);
+    std::vector<PuId> pus;
+    std::vector<std::size_t> where;  // task index of pus[k]
+    std::vector<std::size_t> on_core(core_count(topology), 0);
+    for (std::size_t i = 0; i < current.size(); ++i) {
+        if (!placed[i]) continue;
+        pus.push_back(current[i]);
+        where.push_back(i);
+        ++on_core.at(core.at(current[i]));
+    }
+    std::vector<PuId> result(current.pus().begin(), current.pus().end());
+    for (std::size_t i = 0; i < current.size(); ++i) {
+        if (placed[i]) continue;
+        std::optional<PuId> best;
+        bool best_keeps = false;
+        double best_cost = 0;
+        for (PuId pu = 0; pu < topology.pu_count(); ++pu) {
+            if (on_core[core[pu]] != 0) continue;  // an idle core's PU only
+            double cost = 0;
+            for (std::size_t k = 0; k < pus.size(); ++k)
+                cost += double(matrix.at(i, where[k])) * double(distances(pu, pus[k]));
+            std::vector<PuId> trial = pus;
+            trial.push_back(pu);
+            const bool keeps = rule_violation(topology, Placement(std::move(trial)), rules).empty();
+            if (!best || (keeps && !best_keeps) || (keeps == best_keeps && cost < best_cost)) {
+                best = pu;
+                best_keeps = keeps;
+                best_cost = cost;
+            }
+        }
+        if (!best) return std::nullopt;  // no idle core left
+        pus.push_back(*best);
+        where.push_back(i);
+        ++on_core[core[*best]];
+        result[i] = *best;
+    }
+    Placement keep(std::move(result));
+    if (!rule_violation(topology, keep, rules).empty()) return std::nullopt;
+    return keep;
 }
 
 }  // namespace
@@ -80,9 +129,23 @@ RemapDecision Remapper::decide(const CommMatrix& matrix, const Topology& topolog
     if (mapper_->follows_rules()) d.broken_rule = rule_violation(topology, current, options_.rules);
     if (!stacked && !current.is_stacked(topology.pu_count()) && !d.broken_rule.empty() &&
         rule_violation(topology, proposed, options_.rules).empty()) {
-        // The rules come before the margins: the mapper's placement keeps them.
+        // The rules come before the margins: the mapper's placement keeps them. Or, when tasks
+        // were placed before (cdsmd bound them) and the others alone can be moved within the
+        // rules, that placement, unless it costs min_gain more: moving a placed task is its
+        // second migration (a thread created after its process was placed, say, inherits a
+        // one-PU mask on its creator's core).
         d.placement = proposed;
         d.spread = true;
+        if (std::find(placed.begin(), placed.end(), true) != placed.end()) {
+            if (const auto keep = keep_placed_within_rules(matrix, topology, distances, current,
+                                                           placed, options_.rules)) {
+                const double keep_cost = mapping_cost(matrix, *keep, distances);
+                if (!cheaper_by(d.proposed_cost, keep_cost, options_.min_gain)) {
+                    d.placement = *keep;
+                    d.proposed_cost = keep_cost;
+                }
+            }
+        }
     } else if (stacked) {
         // Tasks wait for each other: spread them, whatever it costs, but at the least cost of
         // two unstacked placements: the mapper's, or the current one with only stacked tasks

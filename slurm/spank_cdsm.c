@@ -6,6 +6,13 @@
  *   --cdsm=off|detect|map   off: cdsm leaves the step alone; detect: tracked, its placements
  *                           planned and reported, but never moved; map: tracked and placed by
  *                           cdsmd (the node's policy). Default: the site's (plugstack.conf).
+ *   --cdsm-smt=avoid|allow  placement rules for the step's busy tasks (cdsmd's [mapping] smt and
+ *   --cdsm-spread=balanced|pack  spread, sent with the track request): avoid, one core per
+ *                           task while there are no more tasks than cores; allow, SMT siblings
+ *                           shared if communication says so; balanced, packages loaded in
+ *                           proportion to their cores; pack, as few packages as communication
+ *                           wants. Default: the site's (plugstack.conf smt=, spread=), else
+ *                           cdsmd's ([mapping]: avoid and balanced unless the node says).
  *   --cdsm-report=DIR       at the end of each step, write cdsm's report to DIR (an absolute
  *                           path; made if missing), owned by the job's user: the matrix (CSV
  *                           and JSON), its heatmap (PNG and SVG), and the application's placements,
@@ -20,7 +27,8 @@
  *                           (cdsmctl job-matrix): DIR/cdsm-JOB.STEP-job-matrix.json. Needs
  *                           --cdsm-report=DIR. Default off.
  *
- * plugstack.conf arguments: default=off|detect|map (map if not given), socket=PATH (cdsmd's
+ * plugstack.conf arguments: default=off|detect|map (map if not given), smt=avoid|allow and
+ * spread=balanced|pack (the site's rules; not given: cdsmd's), socket=PATH (cdsmd's
  * control socket, /run/cdsm/cdsmd.sock), cdsmctl=PATH (/usr/bin/cdsmctl, for reports),
  * report_mode=OCTAL (the report files' mode, 0600; a directory the plugin makes gets it with x
  * where r is: 0700), report_timeout=SECONDS (how long slurmstepd waits for the report, 60).
@@ -77,6 +85,10 @@ static char report_dir[PATH_MAX];
 static mode_t report_mode = 0600;
 static int report_timeout = 60;
 static long app_id = -1;
+/* Placement rules: the step's (--cdsm-smt, --cdsm-spread), else the site's, else cdsmd's (""). */
+static const char *const smt_names[] = { "avoid", "allow", NULL };
+static const char *const spread_names[] = { "balanced", "pack", NULL };
+static const char *site_smt = "", *site_spread = "", *step_smt = "", *step_spread = "";
 static int tracked_once;
 /* --cdsm-mpi=monitor: Open MPI's monitoring for the step, the job's matrix in the report. */
 static int mpi_monitor;
@@ -147,6 +159,45 @@ static int opt_cdsm(int val, const char *arg, int remote)
 	return ESPANK_SUCCESS;
 }
 
+/* The word of @names that @s is (a static string), or NULL. */
+static const char *rule_word(const char *s, const char *const *names)
+{
+	for (; s && *names; names++) {
+		if (strcmp(s, *names) == 0)
+			return *names;
+	}
+	return NULL;
+}
+
+/* --cdsm-@name=@arg: one of @names into *@to, else the plugin's message (choices @choices). */
+static int opt_rule(const char *name, const char *arg, const char *const *names,
+		    const char **to, const char *choices)
+{
+	char e[ESCAPED];
+	const char *w = rule_word(arg, names);
+
+	if (!w) {
+		slurm_error("cdsm: --cdsm-%s=%s: not %s", name, escape(arg, e), choices);
+		return ESPANK_BAD_ARG;
+	}
+	*to = w;
+	return ESPANK_SUCCESS;
+}
+
+static int opt_smt(int val, const char *arg, int remote)
+{
+	(void)val;
+	(void)remote;
+	return opt_rule("smt", arg, smt_names, &step_smt, "avoid or allow");
+}
+
+static int opt_spread(int val, const char *arg, int remote)
+{
+	(void)val;
+	(void)remote;
+	return opt_rule("spread", arg, spread_names, &step_spread, "balanced or pack");
+}
+
 static int opt_report(int val, const char *arg, int remote)
 {
 	char e[ESCAPED];
@@ -184,6 +235,14 @@ struct spank_option spank_options[] = {
 	  "cdsm for this job's steps: off (left alone), detect (communication tracked and "
 	  "reported, tasks never moved) or map (tracked, tasks placed by cdsmd); default: the site's",
 	  1, 0, opt_cdsm },
+	{ "cdsm-smt", "avoid|allow",
+	  "Busy tasks of this job's steps: avoid (a core each while there are no more tasks than "
+	  "cores) or allow (SMT siblings shared if communication says so); default: the site's",
+	  1, 0, opt_smt },
+	{ "cdsm-spread", "balanced|pack",
+	  "Busy tasks of this job's steps: balanced (packages loaded in proportion to their cores) "
+	  "or pack (as few packages as communication wants); default: the site's",
+	  1, 0, opt_spread },
 	{ "cdsm-report", "DIR",
 	  "At the end of each step write cdsm's report (matrix CSV and JSON, heatmap PNG and SVG, "
 	  "placements) to DIR, an absolute path",
@@ -270,6 +329,18 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 			}
 			continue;
 		}
+		if (strncmp(av[i], "smt=", 4) == 0 || strncmp(av[i], "spread=", 7) == 0) {
+			const int smt = av[i][1] == 'm';
+			const char *w = rule_word(av[i] + (smt ? 4 : 7), smt ? smt_names : spread_names);
+
+			if (!w) {
+				slurm_error("cdsm: plugstack.conf: %s: not %s", escape(av[i], e),
+					    smt ? "avoid or allow" : "balanced or pack");
+				return -1;
+			}
+			*(smt ? &site_smt : &site_spread) = w;
+			continue;
+		}
 		r = copy_arg(av[i], "socket=", socket_path, sizeof(socket_path));
 		if (r == 0)
 			r = copy_arg(av[i], "cdsmctl=", cdsmctl_path, sizeof(cdsmctl_path));
@@ -279,7 +350,8 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 			return -1;
 		if (r == 0) {
 			slurm_error("cdsm: plugstack.conf: unknown argument '%s' (%s)", escape(av[i], e),
-				    "default=, socket=, cdsmctl=, report_mode=, report_timeout=");
+				    "default=, smt=, spread=, socket=, cdsmctl=, report_mode=, "
+				    "report_timeout=");
 			return -1;
 		}
 	}
@@ -526,8 +598,11 @@ static int json_safe(const char *s)
 int slurm_spank_task_post_fork(spank_t sp, int ac, char **av)
 {
 	char cgroup[PATH_MAX], request[PATH_MAX + 256], reply[4096], label[48], name[64];
+	char rules[64];
 	uint32_t job = 0, step = 0;
 	enum cdsm_mode mode = step_mode == MODE_UNSET ? site_mode : step_mode;
+	const char *smt = *step_smt ? step_smt : site_smt;
+	const char *spread = *step_spread ? step_spread : site_spread;
 	pid_t pid = 0;
 
 	(void)ac;
@@ -549,9 +624,12 @@ int slurm_spank_task_post_fork(spank_t sp, int ac, char **av)
 	}
 	step_label(job, step, label, sizeof(label));
 	snprintf(name, sizeof(name), "slurm-%s", label);
+	/* Words of smt_names and spread_names only: nothing to escape. */
+	snprintf(rules, sizeof(rules), "%s%s%s%s%s%s", *smt ? ",\"smt\":\"" : "", smt,
+		 *smt ? "\"" : "", *spread ? ",\"spread\":\"" : "", spread, *spread ? "\"" : "");
 	snprintf(request, sizeof(request),
-		 "{\"cmd\":\"track\",\"cgroup\":\"%s\",\"name\":\"%s\"%s}\n", cgroup, name,
-		 mode == MODE_DETECT ? ",\"mode\":\"detect\"" : "");
+		 "{\"cmd\":\"track\",\"cgroup\":\"%s\",\"name\":\"%s\"%s%s}\n", cgroup, name,
+		 mode == MODE_DETECT ? ",\"mode\":\"detect\"" : "", rules);
 	if (cdsmd_request(request, reply, sizeof(reply)) < 0) {
 		slurm_error("cdsm: job %u: cdsmd at %s: %s; step not tracked", job, socket_path,
 			    strerror(errno));

@@ -174,6 +174,7 @@ int map_offline(const MapOptions& options, std::ostream& out) {
         baselines["current"] = cdsm::mapping_cost(file.matrix, *current, distances);
         result["moves"] = placement.moves_from(*current);
         result["noise"] = cdsm::cost_difference_noise(file.matrix, *current, placement, distances);
+        result["current_broken_rule"] = cdsm::rule_violation(topology, *current, rules);
     }
     result["baselines"] = std::move(baselines);
     if (!file.tasks.empty()) result["tasks"] = file.tasks;
@@ -211,6 +212,9 @@ void print_mapping(const nlohmann::json& m, std::ostream& out) {
                 out << fmt::format(" ({:.6g} s with --current)", tc.get<double>());
             out << '\n';
         }
+        if (const auto& broken = field(m, "current_broken_rule");
+            broken.is_string() && !broken.get<std::string>().empty())
+            out << "--current breaks the rules: " << broken.get<std::string>() << '\n';
     } else if (const auto& after = field(m, "cost_after"); after.is_number()) {
         cost = after.get<double>();
         out << fmt::format("cost: {} before, {} after\n", cell(field(m, "cost_before")),

@@ -15,6 +15,7 @@
 
 #include "cdsm/distances.hpp"
 #include "cdsm/mapper.hpp"
+#include "cdsm/placement_rules.hpp"
 #include "cdsm/time_model.hpp"
 #include "cdsm/topology.hpp"
 #include "client.hpp"
@@ -42,10 +43,11 @@ struct MapOptions {
     std::string matrix_file;  ///< --matrix (offline)
     std::string topology;     ///< --topology FILE.xml|SYNTHETIC (offline)
     std::string algorithm{cdsm::mapper_names().front()};
-    std::string current;          ///< --current CPU list (offline): where the tasks run now
-    std::uint64_t seed = 1;       ///< of the random mapper
-    std::string smt = "allow";    ///< --smt avoid|allow (cdsmd's default, daemon/cdsmd/config.hpp)
-    std::string spread = "pack";  ///< --spread balanced|pack
+    std::string current;     ///< --current CPU list (offline): where the tasks run now
+    std::uint64_t seed = 1;  ///< of the random mapper
+    /// --smt avoid|allow and --spread balanced|pack: PlacementRules{}'s defaults, as cdsmd's.
+    std::string smt{cdsm::to_string(cdsm::PlacementRules{}.smt)};
+    std::string spread{cdsm::to_string(cdsm::PlacementRules{}.spread)};
     bool dry_run = false;
     bool json = false;
     std::string time_model;  ///< --time-model (offline): the model for the predicted time

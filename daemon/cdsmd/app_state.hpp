@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cdsm/control.hpp"
+#include "cdsm/placement_rules.hpp"
 #include "interval.hpp"
 #include "policy.hpp"
 
@@ -72,6 +73,9 @@ struct AppState {
     std::string name;
     bool named = false;  ///< given by track/a rule; else the root process's command
     AppMode mode = AppMode::kMap;
+    /// The placement rules asked for it at track ("smt", "spread": the Slurm plugin's
+    /// --cdsm-smt, --cdsm-spread); unset: [mapping] smt and spread.
+    std::optional<PlacementRules> rules;
     AdaptiveInterval interval;
     Clock::time_point due;
     std::map<pid_t, TaskState> tasks;

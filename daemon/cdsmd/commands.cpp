@@ -73,6 +73,7 @@ Json Commands::app_json(const AppState& app) const {
             {"comm", std::string(i.comm, strnlen(i.comm, sizeof(i.comm)))},
             {"kind", kernel::track_kind_name(i.kind)},
             {"mode", mode_name(app.mode)},
+            {"rules", to_string(app.rules.value_or(c_.config.placement_rules))},
             {"uid", i.uid == kNoOwner ? Json(nullptr) : Json(i.uid)},
             {"root_pid", i.root_pid},
             {"cgroup", app.cgroup.empty() ? Json(nullptr) : Json(app.cgroup)},
@@ -169,6 +170,14 @@ Json Commands::topology_json() const {
 Json Commands::track(const Json& request, const Peer& peer) {
     const std::string name = request.value("name", "");
     const AppMode mode = *parse_mode(request.value("mode", "map"));  // checked: validate_request
+    // Rules asked for this application (checked: validate_request), the rest [mapping]'s.
+    std::optional<PlacementRules> rules;
+    if (request.contains("smt") || request.contains("spread")) {
+        const PlacementRules site = c_.config.placement_rules;
+        rules = PlacementRules{
+            parse_smt_rule(request.value("smt", std::string(to_string(site.smt)))),
+            parse_spread_rule(request.value("spread", std::string(to_string(site.spread))))};
+    }
     std::uint32_t id = 0;
     std::string cgroup;
     if (request.contains("pid")) {
@@ -187,10 +196,11 @@ Json Commands::track(const Json& request, const Peer& peer) {
         AppState& app = c_.adopt(info, name);
         app.cgroup = cgroup;
         app.mode = mode;
+        app.rules = rules;
     }
     c_.save_state();
-    spdlog::info("control socket: uid {} tracked application {} ({})", peer.uid, id,
-                 mode_name(mode));
+    spdlog::info("control socket: uid {} tracked application {} ({}{}{})", peer.uid, id,
+                 mode_name(mode), rules ? ", " : "", rules ? to_string(*rules) : "");
     return {{"app_id", id}};
 }
 

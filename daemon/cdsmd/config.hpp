@@ -69,10 +69,9 @@ struct Config {
     std::uint32_t client_timeout_ms = 30000;
 
     std::string algorithm{mapper_names().front()};
-    /// [mapping] smt and spread: the resources busy tasks may use (PlacementRules).
-    /// Default allow + pack (the CDSM paper's placement, cdsmd's behaviour so far) until the
-    /// lab's application tests are checked under avoid + balanced (issue 28, still open).
-    PlacementRules placement_rules{SmtRule::kAllow, SpreadRule::kPack};
+    /// [mapping] smt and spread: the resources busy tasks may use (PlacementRules). The default
+    /// is PlacementRules{}'s (avoid + balanced), the one default of libcdsm, cdsmctl and cdsmd.
+    PlacementRules placement_rules{};
     /// Migrate only for a cost lower by this fraction; twice it (at most 0.5) within a minute of
     /// the application's last migration (pass.cpp, remap_options).
     double min_gain = 0.05;

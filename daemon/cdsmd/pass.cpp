@@ -436,12 +436,12 @@ enum class Confirmation { kApply, kWait };
 // cover it (the events are not independent), so right after a move cdsmd asks more of the next.
 constexpr std::uint64_t kRecentMoveNs = 60'000'000'000;
 constexpr double kRecentGainFactor = 2;
-static RemapOptions remap_options(const Config& config, bool recent) {
+static RemapOptions remap_options(const Config& config, const AppState& app, bool recent) {
     const double gain =
         recent ? std::min(0.5, config.min_gain * kRecentGainFactor) : config.min_gain;
     return {.min_gain = std::max(gain, config.min_gain),
             .min_gain_sigma = config.min_gain_sigma,
-            .rules = config.placement_rules};
+            .rules = app.rules.value_or(config.placement_rules)};
 }
 
 // Whether the application's last migration was less than kRecentMoveNs before now.
@@ -604,7 +604,7 @@ PassResult map_pass(AppState& app, const MapRequest& req, PassContext& context) 
         const auto& bound = app.tasks[tasks.tids[k]].bound_cpu;
         placed.push_back(bound && *bound == tasks.current[k]);
     }
-    const RemapOptions options = remap_options(config, moved_recently(app, now));
+    const RemapOptions options = remap_options(config, app, moved_recently(app, now));
     d["min_gain"] = options.min_gain;
     const Plan plan = context.planner.plan(sub, tasks.current, tasks.masks, cpus.available,
                                            algorithm, options, req.baselines, stuck, placed);

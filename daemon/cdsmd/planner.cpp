@@ -177,7 +177,8 @@ Plan Planner::plan(const CommMatrix& matrix, const std::vector<std::uint32_t>& c
     plan.rule = d.rule;
     if (with_baselines) {
         for (const std::string_view name : mapper_names()) {
-            const MappingProblem problem{matrix, sub, sub_distances, nullptr};
+            // Under the rules cdsmd places by: the baselines use the same resources.
+            const MappingProblem problem{matrix, sub, sub_distances, nullptr, options.rules};
             std::vector<std::uint32_t> cpus;
             const Placement placement = make_mapper(name)->map(problem);
             for (PuId pu : placement.pus()) cpus.push_back(sub.pu(pu).os_index);

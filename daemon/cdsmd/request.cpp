@@ -37,7 +37,7 @@ const Fields kFields[] = {{"ping", {}},
                           {"show", {"app"}},
                           {"tasks", {"app"}},
                           {"matrix", {"app", "sparse", "view"}},
-                          {"track", {"pid", "cgroup", "name", "mode"}},
+                          {"track", {"pid", "cgroup", "name", "mode", "smt", "spread"}},
                           {"untrack", {"app"}},
                           {"age", {"app"}},
                           {"reset", {"app"}},
@@ -138,6 +138,10 @@ void validate_request(const Json& r) {
             !(r["mode"].is_string() && parse_mode(r["mode"].get_ref<const std::string&>()))) {
             bad(cmd, "mode", "\"map\" or \"detect\"");
         }
+        if (r.contains("smt") && !(r["smt"] == "avoid" || r["smt"] == "allow"))
+            bad(cmd, "smt", "\"avoid\" or \"allow\"");
+        if (r.contains("spread") && !(r["spread"] == "balanced" || r["spread"] == "pack"))
+            bad(cmd, "spread", "\"balanced\" or \"pack\"");
         if (r.contains("pid") && !(whole_at_most(r["pid"], INT_MAX) && r["pid"] != 0)) {
             bad(cmd, "pid", "a process id (a whole number from 1)");
         }

@@ -185,6 +185,8 @@ std::string state_file_text(const std::map<std::uint32_t, AppState>& apps_by_id,
                         {"named", app.named},
                         {"cgroup", app.cgroup},
                         {"mode", mode_name(app.mode)},
+                        {"smt", app.rules ? Json(to_string(app.rules->smt)) : Json(nullptr)},
+                        {"spread", app.rules ? Json(to_string(app.rules->spread)) : Json(nullptr)},
                         {"migrations", app.migrations},
                         {"bound", bound},
                         {"foreign", foreign},
@@ -272,6 +274,15 @@ AppState& Service::adopt(const cdsm_app_info& info, const std::string& name) {
         app.migrations = j.value("migrations", 0ull);
         app.cgroup = j.value("cgroup", "");
         app.mode = parse_mode(j.value("mode", "map")).value_or(AppMode::kMap);
+        if (j.contains("smt") && j["smt"].is_string() && j.contains("spread") &&
+            j["spread"].is_string()) {
+            try {
+                app.rules = PlacementRules{parse_smt_rule(j["smt"].get<std::string>()),
+                                           parse_spread_rule(j["spread"].get<std::string>())};
+            } catch (const Error&) {
+                // A state file from another version: the application keeps [mapping]'s.
+            }
+        }
         for (const auto& [tid, cpu] : j["bound"].items()) {
             app.tasks.try_emplace(std::stoi(tid)).first->second.bound_cpu =
                 cpu.get<std::uint32_t>();

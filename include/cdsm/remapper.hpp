@@ -81,7 +81,9 @@ class Remapper {
     /// bound them there). Stacked tasks are then spread by moving only the others, e.g. threads
     /// created after their process was placed, which inherit its thread's one-PU mask, unless
     /// an unstacked placement that moves placed tasks too is cheaper by min_gain: each such
-    /// move is a task's second migration.
+    /// move is a task's second migration. Likewise for a placement that breaks the rules
+    /// (replaced whatever min_gain says): only the tasks not placed before move, each to an
+    /// idle core, when that keeps the rules and costs no more than min_gain above the mapper's.
     RemapDecision decide(const CommMatrix& matrix, const Topology& topology,
                          const Distances& distances, const Placement& current, bool stacked,
                          const std::vector<bool>& placed) const;

@@ -4,12 +4,14 @@
 
 #include <algorithm>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "cdsm/cost.hpp"
 #include "cdsm/distances.hpp"
 #include "cdsm/mapper.hpp"
 #include "cdsm/matrix_io.hpp"
+#include "cdsm/placement_rules.hpp"
 #include "cdsm/remapper.hpp"
 #include "cdsm/topology.hpp"
 #include "support.hpp"
@@ -141,6 +143,44 @@ TEST(Map, LoadsHwlocsXmlReaderOnlyForAnXmlMachineHwlocsOwnRejects) {
     }
 }
 
+// The defaults are avoid + balanced (PlacementRules{}'s, as cdsmd's): four tasks in pairs on
+// 2 packages x 2 cores x 2 PUs get a core each, two per package, where allow + pack puts each
+// pair on one core's siblings.
+TEST(Map, DefaultsGiveACorePerTaskBalancedOverPackages) {
+    TempDir dir;
+    const auto matrix = mirrored_pairs(4);
+    const auto file = dir.write("pairs.csv", cdsm::format_matrix_csv(matrix));
+    const auto topology = cdsm::Topology::from_synthetic(kSmall);
+    const Mapped m = map_json({"--matrix", file, "--topology", kSmall}, topology);
+    EXPECT_EQ(m.json.at("rules"), "smt=avoid spread=balanced");
+    EXPECT_EQ(cdsm::rule_violation(topology, m.placement, cdsm::PlacementRules{}), "");
+    std::set<std::size_t> cores, packages;
+    for (cdsm::PuId pu : m.placement.pus()) {
+        cores.insert(pu / 2);
+        packages.insert(pu / 4);
+    }
+    EXPECT_EQ(cores.size(), 4u);
+    EXPECT_EQ(packages.size(), 2u);
+
+    const Mapped paper = map_json(
+        {"--matrix", file, "--topology", kSmall, "--smt", "allow", "--spread", "pack"}, topology);
+    EXPECT_EQ(paper.json.at("rules"), "smt=allow spread=pack");
+    expect_partners_share_a_core(paper.placement, topology);
+    EXPECT_NE(cdsm::rule_violation(topology, paper.placement, cdsm::PlacementRules{}), "");
+
+    // A current placement is judged by the rules too (tests/apps/history fails on it).
+    const Mapped packed =
+        map_json({"--matrix", file, "--topology", kSmall, "--current", "0,1,2,3"}, topology);
+    EXPECT_NE(packed.json.at("current_broken_rule").get<std::string>(), "");
+    const Mapped spread =
+        map_json({"--matrix", file, "--topology", kSmall, "--current", "0,2,4,6"}, topology);
+    EXPECT_EQ(spread.json.at("current_broken_rule").get<std::string>(), "");
+    const Mapped allowed = map_json({"--matrix", file, "--topology", kSmall, "--current", "0,1,2,3",
+                                     "--smt", "allow", "--spread", "pack"},
+                                    topology);
+    EXPECT_EQ(allowed.json.at("current_broken_rule").get<std::string>(), "");
+}
+
 TEST(Map, BaselineAlgorithmsGiveLibcdsmsPlacementAndCost) {
     TempDir dir;
     const auto matrix = mirrored_pairs(6, 50, 3);
@@ -150,13 +190,10 @@ TEST(Map, BaselineAlgorithmsGiveLibcdsmsPlacementAndCost) {
     for (const char* algorithm : {"pack", "map-by-core", "slurm-block-cyclic", "random"}) {
         const Mapped m =
             map_json({"--matrix", file, "--topology", kSmall, "-a", algorithm}, topology);
-        // cdsmctl's default rules (allow + pack; random follows them, the recipes ignore them).
-        const auto expected =
-            cdsm::make_mapper(algorithm)->map({matrix,
-                                               topology,
-                                               distances,
-                                               nullptr,
-                                               {cdsm::SmtRule::kAllow, cdsm::SpreadRule::kPack}});
+        // cdsmctl's default rules, PlacementRules{}'s (random follows them, the recipes ignore
+        // them).
+        const auto expected = cdsm::make_mapper(algorithm)->map(
+            {matrix, topology, distances, nullptr, cdsm::PlacementRules{}});
         EXPECT_EQ(m.placement, expected) << algorithm;
         EXPECT_DOUBLE_EQ(m.json.at("cost").get<double>(),
                          m.json.at("baselines").at(algorithm).get<double>())

@@ -54,6 +54,7 @@
 #include <atomic>
 #include <cdsm/cost.hpp>
 #include <cdsm/mapper.hpp>
+#include <cdsm/placement_rules.hpp>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -231,12 +232,14 @@ struct Judge {
     const cdsm::Topology& topo;
     const cdsm::Distances& dist;
     double max_ratio;
+    cdsm::PlacementRules rules;  ///< cdsmd's [mapping] smt and spread
     cdsm::CommMatrix matrix;
     double best_cost = 0;
     bool pairing = true;
 
-    Judge(const Truth& t, const cdsm::Topology& tp, const cdsm::Distances& d, double r)
-        : truth(t), topo(tp), dist(d), max_ratio(r), matrix(t.tids.size()) {
+    Judge(const Truth& t, const cdsm::Topology& tp, const cdsm::Distances& d, double r,
+          cdsm::PlacementRules ru)
+        : truth(t), topo(tp), dist(d), max_ratio(r), rules(ru), matrix(t.tids.size()) {
         for (std::size_t i = 0; i < t.tids.size(); ++i) {
             for (std::size_t j : t.partners[i]) {
                 if (i < j) matrix.set(i, j, 100);
@@ -244,9 +247,8 @@ struct Judge {
             // Partners must share a package when the pattern allows it: one partner each.
             pairing = pairing && t.partners[i].size() == 1;
         }
-        // The rules cdsmd places by in the lab (its default, allow + pack).
-        const auto best = cdsm::make_mapper("scotch")->map(
-            {matrix, topo, dist, nullptr, {cdsm::SmtRule::kAllow, cdsm::SpreadRule::kPack}});
+        // Under the rules cdsmd places by.
+        const auto best = cdsm::make_mapper("scotch")->map({matrix, topo, dist, nullptr, rules});
         best_cost = cdsm::mapping_cost(matrix, best, dist);
     }
 };
@@ -277,16 +279,21 @@ bool placement_ok(const Judge& judge, bool verbose) {
                 ++apart;
         }
     }
-    const double cost = cdsm::mapping_cost(judge.matrix, cdsm::Placement(pus), judge.dist);
+    const cdsm::Placement placement(pus);
+    const double cost = cdsm::mapping_cost(judge.matrix, placement, judge.dist);
     const double best_cost = judge.best_cost, max_ratio = judge.max_ratio;
-    const bool ok =
-        (!judge.pairing || apart == 0) && (max_ratio <= 0 || cost <= max_ratio * best_cost);
+    // The rules first (issue 28): no two busy tasks on one core while a core is idle, tasks
+    // balanced over the packages; communication decides only within them.
+    const std::string broken = cdsm::rule_violation(judge.topo, placement, judge.rules);
+    const bool ok = broken.empty() && (!judge.pairing || apart == 0) &&
+                    (max_ratio <= 0 || cost <= max_ratio * best_cost);
     if (verbose) {
         std::printf(
-            "placement: tid:cpu%s\nplacement: %zu partner pair(s) on different packages, "
-            "cost %.0f, mapper on the true matrix %.0f (ratio %.3f, limit %.2f): %s\n",
-            where.c_str(), apart, cost, best_cost, best_cost > 0 ? cost / best_cost : 0.0,
-            max_ratio, ok ? "ok" : "NOT OK");
+            "placement: tid:cpu%s\nplacement: rules %s: %s; %zu partner pair(s) on different "
+            "packages, cost %.0f, mapper on the true matrix %.0f (ratio %.3f, limit %.2f): %s\n",
+            where.c_str(), cdsm::to_string(judge.rules).c_str(),
+            broken.empty() ? "kept" : broken.c_str(), apart, cost, best_cost,
+            best_cost > 0 ? cost / best_cost : 0.0, max_ratio, ok ? "ok" : "NOT OK");
     }
     return ok;
 }
@@ -299,7 +306,8 @@ double age_of(const std::string& file) {
         .count();
 }
 
-int placement(const std::string& file, double within, double max_ratio) {
+int placement(const std::string& file, double within, double max_ratio,
+              cdsm::PlacementRules rules) {
     // Started before the workload (a checker started after it would load late on a VM whose
     // vCPUs the workload keeps busy): the machine first, then wait for the truth file.
     const cdsm::Topology topo = cdsm::Topology::from_system();
@@ -309,7 +317,7 @@ int placement(const std::string& file, double within, double max_ratio) {
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     const Truth truth = read_truth(file);
-    const Judge judge(truth, topo, dist, max_ratio);
+    const Judge judge(truth, topo, dist, max_ratio, rules);
     for (bool first = true;; first = false) {
         const double elapsed = age_of(file);
         if (elapsed <= within && placement_ok(judge, false)) {
@@ -576,6 +584,11 @@ int main(int argc, char** argv) {
     pl->add_option("--truth", truth)->required();
     pl->add_option("--within", within);
     pl->add_option("--max-ratio", ratio);
+    // cdsmd's [mapping] smt and spread (its defaults unless the test configures others).
+    std::string smt{cdsm::to_string(cdsm::PlacementRules{}.smt)};
+    std::string spread{cdsm::to_string(cdsm::PlacementRules{}.spread)};
+    pl->add_option("--smt", smt)->check(CLI::IsMember({"avoid", "allow"}));
+    pl->add_option("--spread", spread)->check(CLI::IsMember({"balanced", "pack"}));
     auto* sp = app.add_subcommand("selfpin", "threads in pairs; thread 0 binds itself later");
     sp->add_option("--threads", threads)->check(CLI::Range(2, 64));
     sp->add_option("--pin-after", pin_after);
@@ -632,7 +645,9 @@ int main(int argc, char** argv) {
         if (*co) return connections(count, hold, socket);
         if (*id) return idle(seconds, partial, socket);
         if (*nt) return notify(socket, until, seconds);
-        if (*pl) return placement(truth, within, ratio);
+        if (*pl)
+            return placement(truth, within, ratio,
+                             {cdsm::parse_smt_rule(smt), cdsm::parse_spread_rule(spread)});
         return selfpin(threads, pin_after, cpu, seconds, truth);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "cdsmd-testtool: %s\n", e.what());

@@ -244,6 +244,22 @@ TEST_F(ControlTest, TrackInDetectModeIsShownAndAnUnknownModeIsRefused) {
     EXPECT_EQ(apps.size(), 3u);
 }
 
+// The Slurm plugin's --cdsm-smt and --cdsm-spread: rules for one application, the rest from
+// [mapping]; shown in list and show; a word that is no rule is refused before tracking.
+TEST_F(ControlTest, TrackTakesPlacementRulesForTheApplication) {
+    EXPECT_EQ(ask({{"cmd", "track"}, {"cgroup", "/batch/job"}, {"smt", "allow"}})["app_id"], 10);
+    ASSERT_TRUE(apps.at(10).rules.has_value());
+    EXPECT_EQ(*apps.at(10).rules, (PlacementRules{SmtRule::kAllow, SpreadRule::kBalanced}));
+    EXPECT_EQ(ask({{"cmd", "show"}, {"app", 10}})["rules"], "smt=allow spread=balanced");
+    const Json list = ask({{"cmd", "list"}})["apps"];
+    EXPECT_EQ(list[0]["rules"], "smt=avoid spread=balanced");  // [mapping]'s defaults
+    EXPECT_FALSE(apps.at(1).rules.has_value());
+    const std::size_t tracked = kernel.apps.size();
+    EXPECT_EQ(refusal({{"cmd", "track"}, {"pid", 77}, {"smt", "never"}}, root()), "EINVAL");
+    EXPECT_EQ(refusal({{"cmd", "track"}, {"pid", 77}, {"spread", 1}}, root()), "EINVAL");
+    EXPECT_EQ(kernel.apps.size(), tracked);
+}
+
 TEST_F(ControlTest, ASlurmStepsApplicationCarriesItsJobStepAndUser) {
     apps.at(1).cgroup = "/system.slice/slurmstepd.scope/job_7/step_batch/user";
     const Json list = ask({{"cmd", "list"}})["apps"];

@@ -27,6 +27,9 @@ TEST(Config, EmptyFileGivesTheDefaults) {
     EXPECT_EQ(c.interval.max_ms, 2000u);
     EXPECT_EQ(c.interval.step_ms, 50u);
     EXPECT_DOUBLE_EQ(c.min_gain, 0.05);
+    // libcdsm's one default (issue 28): a core per busy task, balanced over the packages.
+    EXPECT_EQ(c.placement_rules, cdsm::PlacementRules{});
+    EXPECT_EQ(cdsm::to_string(c.placement_rules), "smt=avoid spread=balanced");
     EXPECT_TRUE(c.rules.empty());
     EXPECT_EQ(c.kernel, (std::map<std::string, std::uint32_t>{{"age_period_ms", 1000}}));
     EXPECT_NE(std::find(c.launchers.begin(), c.launchers.end(), "slurmstepd"), c.launchers.end());
@@ -37,6 +40,7 @@ TEST(Config, TheShippedExampleParsesAndEqualsTheDefaults) {
     const Config d;
     EXPECT_EQ(c.algorithm, d.algorithm);
     EXPECT_EQ(c.launchers, d.launchers);
+    EXPECT_EQ(c.placement_rules, d.placement_rules);
     EXPECT_EQ(c.state_file, d.state_file);
     EXPECT_EQ(c.release_ended_after_ms, d.release_ended_after_ms);
     EXPECT_EQ(c.costs.machine, d.costs.machine);

@@ -45,6 +45,11 @@ TEST(Request, EveryFieldReadHasItsType) {
     EXPECT_EQ(code_of(R"({"cmd":"show","app":"lulesh"})"), "ok");
     EXPECT_EQ(code_of(R"({"cmd":"track","pid":42,"name":"x"})"), "ok");
     EXPECT_EQ(code_of(R"({"cmd":"track","cgroup":"/a/b"})"), "ok");
+    EXPECT_EQ(code_of(R"({"cmd":"track","cgroup":"/a/b","smt":"allow","spread":"pack"})"), "ok");
+    EXPECT_EQ(code_of(R"({"cmd":"track","cgroup":"/a/b","smt":"sometimes"})"),
+              R"(EINVAL: 'track': "smt" must be "avoid" or "allow")");
+    EXPECT_EQ(code_of(R"({"cmd":"track","cgroup":"/a/b","spread":["pack"]})"),
+              R"(EINVAL: 'track': "spread" must be "balanced" or "pack")");
     EXPECT_EQ(code_of(R"({"cmd":"track","cgroup":"/a/b","mode":"detect"})"), "ok");
     EXPECT_EQ(code_of(R"({"cmd":"track","pid":42,"mode":"map"})"), "ok");
     EXPECT_EQ(code_of(R"({"cmd":"map","app":1,"dry_run":true,"algorithm":"pack"})"), "ok");
@@ -115,7 +120,7 @@ TEST(Request, AFieldTheCommandDoesNotTakeIsRefused) {
               R"(EINVAL: 'list': unknown field "anything" (it takes none))");
     EXPECT_EQ(code_of(R"({"cmd":"track","pid":42,"dry_run":true})"),
               R"(EINVAL: 'track': unknown field "dry_run" (it takes "pid", "cgroup", "name", )"
-              R"("mode"))");
+              R"("mode", "smt", "spread"))");
     EXPECT_EQ(code_of(R"({"cmd":"show","app":1,"sparse":true})"),
               R"(EINVAL: 'show': unknown field "sparse" (it takes "app"))");
     EXPECT_EQ(code_of(R"({"cmd":"map","app":1,"apply":false})"),

@@ -280,6 +280,91 @@ TEST(Remapper, MovesPlacedTasksAgainWhenSpreadingOnlyTheOthersCostsMoreThanTheMa
                  Error);
 }
 
+// Item 3 of issue 28: a placement that breaks the rules is replaced whatever min_gain says,
+// once. From the result the next decisions (the same matrix, or one whose counts changed by up
+// to 10 %) move nothing unless a placement within the rules is cheaper by min_gain: no task is
+// migrated again and again for the rules' sake.
+TEST(Remapper, ARuleBreakIsRepairedOnceAndThePlacementThenHolds) {
+    std::size_t repaired = 0;
+    for (const char* xml : {"32em64t-2n8c2t-pci-noio.xml", "16em64t-4s2c2t.xml"}) {
+        const Target s(machine(xml));
+        const std::size_t cores = core_count(s.topology);
+        for (std::size_t n : {std::size_t{4}, cores / 2, cores - 1, cores}) {
+            for (const auto& [name, m] : patterns::suite(n)) {
+                // Packed on SMT siblings (the CDSM paper's placement): it breaks smt=avoid.
+                const Placement start =
+                    s.map(*make_mapper("pack"), m);  // the recipe ignores the rules
+                const Remapper remapper = scotch_remapper();
+                const RemapDecision d1 = remapper.decide(m, s.topology, s.distances, start);
+                ASSERT_NE(d1.broken_rule, "") << xml << " " << name << " n=" << n;
+                ASSERT_TRUE(d1.changed);
+                EXPECT_EQ(rule_violation(s.topology, d1.placement, s.rules), "")
+                    << xml << " " << name << " n=" << n;
+                ++repaired;
+                const RemapDecision d2 = remapper.decide(m, s.topology, s.distances, d1.placement);
+                EXPECT_EQ(d2.broken_rule, "");
+                EXPECT_FALSE(d2.changed) << xml << " " << name << " n=" << n << ": moved "
+                                         << d2.moved << " tasks a second time";
+                // Counts that changed a little: a move only for a gain beyond min_gain.
+                CommMatrix noisy(n);
+                std::uint64_t x = 88172645463325252ull;
+                m.for_each_pair([&](std::size_t i, std::size_t j, CommMatrix::Value v) {
+                    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                    noisy.set(i, j, v + v * (x % 11) / 100);
+                });
+                const RemapDecision d3 =
+                    remapper.decide(noisy, s.topology, s.distances, d1.placement);
+                EXPECT_EQ(d3.broken_rule, "");
+                if (d3.changed) {
+                    EXPECT_LE(d3.proposed_cost, 0.95 * d3.current_cost) << name;
+                }
+            }
+        }
+    }
+    EXPECT_GE(repaired, 40u);
+}
+
+// A thread created after its process was placed inherits its creator's one-PU mask and runs on
+// the creator's core (its sibling PU) while a core is idle: the rules are broken, but only the
+// newcomer moves (to the idle core), not the placed tasks a second time, unless keeping them
+// costs more than min_gain.
+TEST(Remapper, ARuleBrokenByANewcomerMovesTheNewcomerNotThePlacedTasks) {
+    const Target s(test::small_machine());  // 2 packages x 2 cores x 2 PUs, default rules
+    CommMatrix m(4);
+    m.set(0, 1, 100);  // placed together on package 0
+    m.set(2, 3, 100);  // 2 placed on package 1; 3 is the newcomer, on 0's core
+    m.set(0, 3, 205);  // the mapper pairs 0 with 3 and 1 with 2: 0.8 % cheaper, within min_gain
+    const Placement current(std::vector<PuId>{0, 2, 4, 1});
+    const std::vector<bool> placed{true, true, true, false};
+    const Remapper remapper = scotch_remapper();
+    const RemapDecision eager = remapper.decide(m, s.topology, s.distances, current, false);
+    ASSERT_GT(eager.moved, 1u) << "the scenario: the mapper's placement moves placed tasks";
+    const RemapDecision d = remapper.decide(m, s.topology, s.distances, current, false, placed);
+    ASSERT_NE(d.broken_rule, "");
+    EXPECT_EQ(rule_violation(s.topology, d.placement, s.rules), "");
+    EXPECT_EQ(d.moved, 1u);
+    EXPECT_EQ(d.placement[0], 0u);
+    EXPECT_EQ(d.placement[1], 2u);
+    EXPECT_EQ(d.placement[2], 4u);
+    EXPECT_EQ(d.placement[3] / 2, 3u);  // the idle core, next to its partner
+    // The next pass keeps it.
+    const RemapDecision again = remapper.decide(m, s.topology, s.distances, d.placement);
+    EXPECT_FALSE(again.changed);
+
+    // When the newcomer talks mostly with a placed task whose package is full, keeping every
+    // placed task costs more than min_gain: the mapper's placement is taken (a second
+    // migration, as for stacked tasks: SpreadsTasksNotPlacedBefore... above).
+    CommMatrix far(4);
+    far.set(0, 3, 1000);
+    far.set(2, 3, 1);
+    far.set(0, 1, 1);
+    const RemapDecision moved =
+        remapper.decide(far, s.topology, s.distances, current, false, placed);
+    EXPECT_EQ(rule_violation(s.topology, moved.placement, s.rules), "");
+    EXPECT_EQ(moved.placement[0] / 4, moved.placement[3] / 4) << "partners on one package";
+    EXPECT_GT(moved.moved, 1u);
+}
+
 TEST(Remapper, AnUnevenOverSubscribedPlacementMovesOnlyForAGain) {
     // 15 tasks on 8 PUs, every PU busy, PU 0 with 3: not balanced, but no task waits while a
     // PU is free, and when nothing communicates no placement is better (cdsmd once moved 4 of
