@@ -829,6 +829,46 @@ TEST_P(Pass, AHybridCodeIsPlacedOnceItsAnnouncedThreadsAreBusy) {
     for (const auto& [tid, moves] : app.moves) EXPECT_LE(moves, 1u) << tid;
 }
 
+TEST_P(Pass, AnMpiRankWaitsForItsAnnouncedThreadsHoweverLongItsSetUpLasts) {
+    // The lab's GROMACS hybrid on a host at load 15: the ranks' set-up outlasted the
+    // application's threads_wait_ms (60 s); cdsmd placed the two main threads alone 80 s in and
+    // moved them again 13 s later, when the OpenMP workers ran on their one-CPU masks. A rank's
+    // set-up lasts as long as its input and the host's load make it: it waits until its threads
+    // come.
+    start("mpi-ring-bound");
+    config.threads_wait_ms = 30000;
+    const std::map<pid_t, pid_t> worker = announce_threads(2);
+    ASSERT_EQ(worker.size(), 4u);
+    for (const double after : {0.0, 29.0, 1.0, 60.0, 300.0}) {
+        system->advance(after);
+        const Json d = run();
+        EXPECT_TRUE(awaiting_threads(d)) << d.dump();
+        EXPECT_NE(d.value("skipped", "").find("MPI rank process"), std::string::npos) << d.dump();
+    }
+    EXPECT_EQ(system->applied, 0);
+    for (const auto& [tgid, tid] : worker) system->set_busy(tid, true);
+    Json d;
+    for (int pass = 0; pass < 3 && (d.empty() || awaiting_threads(d)); ++pass) {
+        system->advance(1);
+        d = run();
+    }
+    if (d.value("pending", false)) {
+        system->advance(5);
+        d = run();
+    }
+    EXPECT_TRUE(d["applied"].get<bool>()) << d.dump();
+    EXPECT_EQ(placed().size(), 8u);
+    for (const auto& [tid, moves] : app.moves) EXPECT_LE(moves, 1u) << tid;
+}
+
+TEST_P(Pass, AThreadsWaitOfZeroHoldsNoMpiRankBack) {
+    start("mpi-ring-bound");
+    config.threads_wait_ms = 0;
+    ASSERT_EQ(announce_threads(2).size(), 4u);
+    const Json d = run();
+    EXPECT_FALSE(awaiting_threads(d)) << d.dump();
+}
+
 TEST_P(Pass, TheAnnouncedThreadsArrivingEndTheStartUp) {
     // GROMACS hybrid at 50 steps on 6.12: its workers became busy 20 s into a 30 s run, the
     // settle wait started again at half the age (10 s) and cdsmd planned 0.7 s before the end.
