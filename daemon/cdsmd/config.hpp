@@ -91,10 +91,12 @@ struct Config {
     std::uint32_t settle_ms = 1000;
     std::uint32_t settle_max_ms = 10000;
     /// A process whose environment sets OMP_NUM_THREADS=N is still starting while fewer than N
-    /// of its tasks are busy: its application is not placed until each such process has N, or
-    /// until cdsmd has seen the application this long (0: no wait). Placing a hybrid code's ranks
-    /// during its set-up would move them again when their OpenMP threads start. Once the threads
-    /// have come, the settle wait is settle_ms only.
+    /// of its tasks are busy: its application is not placed until each such process has N; an
+    /// MPI rank however long that takes (a rank's set-up lasts as long as its input and the
+    /// host's load make it), another process until cdsmd has seen the application this long
+    /// (0: no process waits, MPI ranks included). Placing a hybrid code's ranks during its set-up
+    /// would move them again when their OpenMP threads start. Once the threads have come, the
+    /// settle wait is settle_ms only.
     std::uint32_t threads_wait_ms = 60000;
     std::vector<std::string> launchers = {"mpirun", "mpiexec",        "orterun", "orted",
                                           "prted",  "prterun",        "prte",    "slurmstepd",

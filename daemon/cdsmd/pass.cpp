@@ -402,16 +402,24 @@ std::uint64_t unsettled_ns(AppState& app, std::set<std::string> items, std::uint
 // "process P: k of N". A hybrid code's ranks spend their set-up in their main threads (GROMACS:
 // 20 s in the lab); placed then, two ranks that talk share a core, and each rank's OpenMP
 // workers, started later on their main thread's one-CPU mask, make cdsmd move the main threads
-// again to give each rank a core.
-std::vector<std::string> threads_to_come(const AppState& app, const Classified& tasks) {
+// again to give each rank a core. An MPI rank is waited for until its threads come, however
+// long its set-up lasts (its input and the host's load decide that: on a host at load 15 the
+// lab's GROMACS ranks were still setting up 80 s in, past any fixed limit, and were moved
+// twice); other processes only while `within_limit` (mapping.threads_wait_ms).
+std::vector<std::string> threads_to_come(const AppState& app, const Classified& tasks,
+                                         bool within_limit) {
     std::map<pid_t, std::uint32_t> busy;
     for (pid_t tgid : tasks.tgids) ++busy[tgid];
     std::vector<std::string> out;
     for (const auto& [tgid, n] : busy) {
         const auto env = app.env_by_tgid.find(tgid);
         if (env == app.env_by_tgid.end()) continue;
-        const auto want = env->second.facts.threads;
-        if (want && n < *want) out.push_back(fmt::format("process {}: {} of {}", tgid, n, *want));
+        const EnvFacts& facts = env->second.facts;
+        if (!facts.rank && !within_limit) continue;
+        if (facts.threads && n < *facts.threads)
+            out.push_back(fmt::format("{} {}: {} of {}",
+                                      facts.rank ? "MPI rank process" : "process", tgid, n,
+                                      *facts.threads));
     }
     return out;
 }
@@ -560,12 +568,13 @@ PassResult map_pass(AppState& app, const MapRequest& req, PassContext& context) 
     if (sub.total() < config.min_events)
         return skip(not_enough_events(sub.total(), config.min_events));
 
-    // Processes still short of the threads OMP_NUM_THREADS announces, until the application is
-    // threads_wait_ms old.
+    // Processes still short of the threads OMP_NUM_THREADS announces: MPI ranks until they come,
+    // others until the application is threads_wait_ms old (0: none waits).
     const std::uint64_t age = now - std::min(now, app.first_seen_ns),
                         threads_limit = std::uint64_t(config.threads_wait_ms) * 1000000;
-    const std::vector<std::string> coming =
-        age < threads_limit ? threads_to_come(app, tasks) : std::vector<std::string>{};
+    const std::vector<std::string> coming = config.threads_wait_ms
+                                                ? threads_to_come(app, tasks, age < threads_limit)
+                                                : std::vector<std::string>{};
     if (!coming.empty()) app.awaited_threads = true;
 
     // A timer's pass waits until the tasks to place stopped changing: each change while an MPI
@@ -585,10 +594,17 @@ PassResult map_pass(AppState& app, const MapRequest& req, PassContext& context) 
 
     // ... and until each process that said how many threads it runs has that many busy.
     if (req.from_timer && !coming.empty()) {
-        next_in = std::chrono::milliseconds((threads_limit - age) / 1000000 + 1);
-        return skip(fmt::format("waiting for the threads OMP_NUM_THREADS announces ({}), "
-                                "{:.0f} ms more at most (mapping.threads_wait_ms)",
-                                fmt::join(coming, ", "), double(threads_limit - age) / 1e6),
+        if (age < threads_limit) {
+            next_in = std::chrono::milliseconds((threads_limit - age) / 1000000 + 1);
+            return skip(fmt::format("waiting for the threads OMP_NUM_THREADS announces ({}), "
+                                    "{:.0f} ms more at most for processes that are not MPI ranks "
+                                    "(mapping.threads_wait_ms), MPI ranks until they come",
+                                    fmt::join(coming, ", "), double(threads_limit - age) / 1e6),
+                        true);
+        }
+        return skip(fmt::format("waiting for the threads OMP_NUM_THREADS announces ({}): MPI "
+                                "ranks are placed once their threads came",
+                                fmt::join(coming, ", ")),
                     true);
     }
     app.awaited_threads = false;  // they came (or the wait ended): settle waits as usual again

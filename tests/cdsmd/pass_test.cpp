@@ -292,6 +292,7 @@ class Pass : public ::testing::TestWithParam<std::string> {
         }
         return worker;
     }
+    void expect_placed_once_when_busy(const std::map<pid_t, pid_t>& worker);
     std::vector<pid_t> placed() const {
         std::vector<pid_t> out;
         for (const auto& [tid, ts] : app.tasks)
@@ -798,6 +799,24 @@ bool awaiting_threads(const Json& d) {
            std::string::npos;
 }
 
+// Makes each rank's `worker` busy (a thread is busy once it was runnable in two windows in a
+// row, RunnableShare): the next passes place all 8 tasks of mpi-ring-bound, each moved once.
+void Pass::expect_placed_once_when_busy(const std::map<pid_t, pid_t>& worker) {
+    for (const auto& [tgid, tid] : worker) system->set_busy(tid, true);
+    Json d;
+    for (int pass = 0; pass < 3 && (d.empty() || awaiting_threads(d)); ++pass) {
+        system->advance(1);
+        d = run();
+    }
+    if (d.value("pending", false)) {
+        system->advance(5);
+        d = run();
+    }
+    EXPECT_TRUE(d["applied"].get<bool>()) << d.dump();
+    EXPECT_EQ(placed().size(), 8u);
+    for (const auto& [tid, moves] : app.moves) EXPECT_LE(moves, 1u) << tid;
+}
+
 TEST_P(Pass, AHybridCodeIsPlacedOnceItsAnnouncedThreadsAreBusy) {
     // Found with GROMACS (mpirun -np 2 gmx_mpi mdrun -ntomp 2) in the lab: placed during set-up,
     // when only the ranks' main threads ran, the two ranks shared a core; when each rank's
@@ -813,20 +832,35 @@ TEST_P(Pass, AHybridCodeIsPlacedOnceItsAnnouncedThreadsAreBusy) {
         EXPECT_NE(d["skipped"].get<std::string>().find(": 1 of 2"), std::string::npos) << d.dump();
     }
     EXPECT_EQ(system->applied, 0);
-    // A thread is busy once it was runnable in two windows in a row (RunnableShare).
-    for (const auto& [tgid, tid] : worker) system->set_busy(tid, true);
-    Json d;
-    for (int pass = 0; pass < 3 && (d.empty() || awaiting_threads(d)); ++pass) {
-        system->advance(1);
-        d = run();
+    expect_placed_once_when_busy(worker);
+}
+
+TEST_P(Pass, AnMpiRankWaitsForItsAnnouncedThreadsHoweverLongItsSetUpLasts) {
+    // The lab's GROMACS hybrid on a host at load 15: the ranks' set-up outlasted the
+    // application's threads_wait_ms (60 s); cdsmd placed the two main threads alone 80 s in and
+    // moved them again 13 s later, when the OpenMP workers ran on their one-CPU masks. A rank's
+    // set-up lasts as long as its input and the host's load make it: it waits until its threads
+    // come.
+    start("mpi-ring-bound");
+    config.threads_wait_ms = 30000;
+    const std::map<pid_t, pid_t> worker = announce_threads(2);
+    ASSERT_EQ(worker.size(), 4u);
+    for (const double after : {0.0, 29.0, 1.0, 60.0, 300.0}) {
+        system->advance(after);
+        const Json d = run();
+        EXPECT_TRUE(awaiting_threads(d)) << d.dump();
+        EXPECT_NE(d.value("skipped", "").find("MPI rank process"), std::string::npos) << d.dump();
     }
-    if (d.value("pending", false)) {
-        system->advance(5);
-        d = run();
-    }
-    EXPECT_TRUE(d["applied"].get<bool>()) << d.dump();
-    EXPECT_EQ(placed().size(), 8u);
-    for (const auto& [tid, moves] : app.moves) EXPECT_LE(moves, 1u) << tid;
+    EXPECT_EQ(system->applied, 0);
+    expect_placed_once_when_busy(worker);
+}
+
+TEST_P(Pass, AThreadsWaitOfZeroHoldsNoMpiRankBack) {
+    start("mpi-ring-bound");
+    config.threads_wait_ms = 0;
+    ASSERT_EQ(announce_threads(2).size(), 4u);
+    const Json d = run();
+    EXPECT_FALSE(awaiting_threads(d)) << d.dump();
 }
 
 TEST_P(Pass, TheAnnouncedThreadsArrivingEndTheStartUp) {
