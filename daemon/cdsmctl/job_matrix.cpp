@@ -163,11 +163,15 @@ int job_matrix(const JobMatrixOptions& o, std::ostream& out) {
         }
         nodes.push_back(std::move(node));
     }
-    for (const auto& [host, spec] : topology_of)
+    for (const auto& entry : topology_of) {
+        // Not a structured binding: clang before 16 (Debian 12's 14, the sanitizer tree) cannot
+        // capture one in a lambda.
+        const std::string& host = entry.first;
         if (!host.empty() &&
             std::none_of(nodes.begin(), nodes.end(), [&](const auto& n) { return n.node == host; }))
             throw UsageError("--node-topology " + host + "=...: no --node-matrix " + host +
                              "=FILE");
+    }
     cdsm::JobMatrix job = cdsm::merge_job_matrix(traffic ? &*traffic : nullptr, nodes);
     // The reader's reason (no file in DIR) replaces the merge's general one (no monitoring).
     if (!missing.empty()) job.missing.front() = missing.front();

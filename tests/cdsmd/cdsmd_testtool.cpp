@@ -54,6 +54,7 @@
 #include <atomic>
 #include <cdsm/cost.hpp>
 #include <cdsm/mapper.hpp>
+#include <cdsm/migrator.hpp>
 #include <cdsm/placement_rules.hpp>
 #include <cerrno>
 #include <chrono>
@@ -306,6 +307,8 @@ double age_of(const std::string& file) {
         .count();
 }
 
+int judge_until(const Judge& judge, const std::string& file, double within);
+
 int placement(const std::string& file, double within, double max_ratio,
               cdsm::PlacementRules rules) {
     // Started before the workload (a checker started after it would load late on a VM whose
@@ -317,7 +320,23 @@ int placement(const std::string& file, double within, double max_ratio,
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     const Truth truth = read_truth(file);
+    // The rules hold within the CPUs the tasks may use (a Slurm job's cgroup cpuset, say: its
+    // tasks two per core when it has more tasks than cores, whatever the rest of the machine
+    // does), as cdsmd applies them. The checker itself runs outside that cgroup.
+    if (const auto allowed = cdsm::cgroup_allowed_cpus(truth.tids.front());
+        allowed && allowed->size() < topo.pu_count()) {
+        const cdsm::Topology inside = topo.restricted_to(*allowed);
+        const cdsm::Distances inside_dist(inside);
+        const Judge judge(truth, inside, inside_dist, max_ratio, rules);
+        return judge_until(judge, file, within);
+    }
     const Judge judge(truth, topo, dist, max_ratio, rules);
+    return judge_until(judge, file, within);
+}
+
+// Checks the placement until it is right (0) or `within` seconds passed since the truth file
+// was written (1).
+int judge_until(const Judge& judge, const std::string& file, double within) {
     for (bool first = true;; first = false) {
         const double elapsed = age_of(file);
         if (elapsed <= within && placement_ok(judge, false)) {
