@@ -307,14 +307,11 @@ double age_of(const std::string& file) {
         .count();
 }
 
-int judge_until(const Judge& judge, const std::string& file, double within);
-
 int placement(const std::string& file, double within, double max_ratio,
               cdsm::PlacementRules rules) {
     // Started before the workload (a checker started after it would load late on a VM whose
     // vCPUs the workload keeps busy): the machine first, then wait for the truth file.
-    const cdsm::Topology topo = cdsm::Topology::from_system();
-    const cdsm::Distances dist(topo);
+    const cdsm::Topology machine = cdsm::Topology::from_system();
     for (int i = 0; !std::filesystem::exists(file) || std::filesystem::is_empty(file); ++i) {
         if (i == 12000) throw std::runtime_error("no truth file " + file + " after 120 s");
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -323,20 +320,11 @@ int placement(const std::string& file, double within, double max_ratio,
     // The rules hold within the CPUs the tasks may use (a Slurm job's cgroup cpuset, say: its
     // tasks two per core when it has more tasks than cores, whatever the rest of the machine
     // does), as cdsmd applies them. The checker itself runs outside that cgroup.
-    if (const auto allowed = cdsm::cgroup_allowed_cpus(truth.tids.front());
-        allowed && allowed->size() < topo.pu_count()) {
-        const cdsm::Topology inside = topo.restricted_to(*allowed);
-        const cdsm::Distances inside_dist(inside);
-        const Judge judge(truth, inside, inside_dist, max_ratio, rules);
-        return judge_until(judge, file, within);
-    }
+    const auto allowed = cdsm::cgroup_allowed_cpus(truth.tids.front());
+    const cdsm::Topology topo =
+        allowed && allowed->size() < machine.pu_count() ? machine.restricted_to(*allowed) : machine;
+    const cdsm::Distances dist(topo);
     const Judge judge(truth, topo, dist, max_ratio, rules);
-    return judge_until(judge, file, within);
-}
-
-// Checks the placement until it is right (0) or `within` seconds passed since the truth file
-// was written (1).
-int judge_until(const Judge& judge, const std::string& file, double within) {
     for (bool first = true;; first = false) {
         const double elapsed = age_of(file);
         if (elapsed <= within && placement_ok(judge, false)) {
