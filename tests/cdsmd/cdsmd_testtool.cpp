@@ -312,8 +312,11 @@ int placement(const std::string& file, double within, double max_ratio,
     // Started before the workload (a checker started after it would load late on a VM whose
     // vCPUs the workload keeps busy): the machine first, then wait for the truth file.
     const cdsm::Topology machine = cdsm::Topology::from_system();
-    for (int i = 0; !std::filesystem::exists(file) || std::filesystem::is_empty(file); ++i) {
-        if (i == 12000) throw std::runtime_error("no truth file " + file + " after 120 s");
+    // 120 s by the clock: counted in sleeps, the wait lasted over 400 s in a busy guest.
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (!std::filesystem::exists(file) || std::filesystem::is_empty(file)) {
+        if (std::chrono::steady_clock::now() >= give_up)
+            throw std::runtime_error("no truth file " + file + " after 120 s");
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     const Truth truth = read_truth(file);

@@ -225,6 +225,25 @@ TEST_F(WorkloadTest, PairsThreadsSwitchesToADisjointPairing) {
     for (std::size_t i = 0; i < t1.size(); ++i) EXPECT_EQ(t1[i][0], t2[i][0]) << "same tasks";
 }
 
+// --switch-on-signal: the first pairing lasts until SIGUSR2 however long that is, the second
+// begins then (its truth file written), and SIGUSR1 ends the run as usual.
+TEST_F(WorkloadTest, PairsThreadsSwitchesOnSignal) {
+    const pid_t pid = spawn({CDSM_PAIRS_THREADS, "--threads", "6", "--seconds", "120",
+                             "--switch-on-signal", "--truth", file("t1"), "--truth2", file("t2")});
+    ASSERT_TRUE(wait_for(file("t1")));
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    EXPECT_FALSE(fs::exists(file("t2"))) << "switched without the signal";
+    ASSERT_EQ(kill(pid, SIGUSR2), 0);
+    ASSERT_TRUE(wait_for(file("t2")));
+    ASSERT_EQ(kill(pid, SIGUSR1), 0);
+    const auto r = wait(pid);
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find("2 phases"), std::string::npos) << r.out;
+    const auto p1 = expect_pairing(file("t1"), 6);
+    const auto p2 = expect_pairing(file("t2"), 6);
+    for (int i = 0; i < 6; ++i) EXPECT_NE(p1[i], p2[i]) << "task " << i << " kept its partner";
+}
+
 TEST_F(WorkloadTest, PairsThreadsWorkModeReportsMedianRunTime) {
     const auto r = run({CDSM_PAIRS_THREADS, "--threads", "4", "--work", "--iterations", "3",
                         "--repeat", "3", "--private-kib", "64", "--json"});
@@ -542,6 +561,9 @@ std::vector<BadArgs> bad_args() {
     cases.push_back(BadArgs{CDSM_PAIRS_THREADS, {"--seconds", "1", "--switch-after", "2"}});
     cases.push_back(BadArgs{CDSM_PAIRS_THREADS, {"--iterations", "5", "--switch-after", "1"}});
     cases.push_back(BadArgs{CDSM_PAIRS_THREADS, {"--truth2", "x"}});
+    cases.push_back(BadArgs{CDSM_PAIRS_THREADS,
+                            {"--switch-on-signal", "--switch-after", "1", "--seconds", "5"}});
+    cases.push_back(BadArgs{CDSM_PAIRS_THREADS, {"--switch-on-signal", "--iterations", "5"}});
     cases.push_back(BadArgs{CDSM_PAIRS_THREADS, {"--work"}});
     cases.push_back(BadArgs{CDSM_PAIRS_THREADS, {"--pause-ms", "-1"}});
     cases.push_back(

@@ -29,9 +29,14 @@ void PairsOptions::add_options(CLI::App& app, bool with_work) {
                               "Switch to a second, disjoint pairing after S seconds")
                    ->type_name("S")
                    ->check(CLI::PositiveNumber);
-    app.add_option("--truth2", truth2, "Write the ground truth of the second pairing to FILE")
-        ->type_name("FILE")
-        ->needs(sw);
+    auto* on_signal =
+        app.add_flag("--switch-on-signal", switch_on_signal,
+                     "Switch to a second, disjoint pairing when the process gets SIGUSR2 (a "
+                     "test's cue, sent once it has seen what it waited for in the first)")
+            ->excludes(sw);
+    app.add_option("--truth2", truth2,
+                   "Write the ground truth of the second pairing to FILE (when it begins)")
+        ->type_name("FILE");
     auto* pause =
         app.add_option("--pause-ms", pause_ms,
                        "Sleep MS ms after each sweep of the pair's data: tasks that are mostly "
@@ -44,6 +49,7 @@ void PairsOptions::add_options(CLI::App& app, bool with_work) {
                            "Compute-and-share mode: each iteration computes on private data, then "
                            "sweeps the pair's data once; reports the median run time");
     w->excludes(sw);
+    w->excludes(on_signal);
     w->excludes(pause);
     app.add_option("--private-kib", private_kib, "Work mode: private data per thread, KiB")
         ->check(CLI::Range(std::size_t{4}, std::size_t{1} << 22))
@@ -60,6 +66,12 @@ void PairsOptions::validate() const {
     if (tasks % 2 != 0) throw UsageError("--threads must be even, not " + std::to_string(tasks));
     if (switch_after > 0 && !run.by_time()) {
         throw UsageError("--switch-after needs a run by time (--seconds), not --iterations");
+    }
+    if (switch_on_signal && !run.by_time()) {
+        throw UsageError("--switch-on-signal needs a run by time (--seconds), not --iterations");
+    }
+    if (!truth2.empty() && !two_phases()) {
+        throw UsageError("--truth2 needs a second pairing (--switch-after or --switch-on-signal)");
     }
     if (switch_after > 0 && switch_after >= run.seconds) {
         throw UsageError("--switch-after must be less than --seconds");
@@ -85,7 +97,7 @@ PairsTeam::Phase PairsTeam::make_phase(std::vector<int> partner, std::size_t dat
 
 PairsTeam::PairsTeam(const PairsOptions& options)
     : options_(options), slots_(options.tasks, false) {
-    if (options.switch_after > 0) {
+    if (options.two_phases()) {
         auto [first, second] = make_disjoint_pairings(options.tasks, options.seed);
         phase1_ = make_phase(std::move(first), options.data_pages);
         phase2_ = make_phase(std::move(second), options.data_pages);
@@ -93,6 +105,7 @@ PairsTeam::PairsTeam(const PairsOptions& options)
         phase1_ = make_phase(make_pairing(options.tasks, options.seed), options.data_pages);
     }
     start_cpus_ = options.start.resolve(pairing_graph(phase1_.partner));
+    if (options.switch_on_signal) switch_on_sigusr2();
     // Mapped here so that no member can fail once the team runs; first touched by its owner.
     for (int i = 0; options.work && i < options.tasks; ++i) {
         private_data_.push_back(Mapping::anonymous(options.private_kib * 1024, false));
@@ -175,12 +188,14 @@ void PairsTeam::member(int index, const std::function<void()>& barrier) {
     const auto start = Clock::now();
     const auto& run = options_.run;
     const auto end = after_seconds(start, run.seconds);
-    if (options_.switch_after <= 0) {
+    if (!options_.two_phases()) {
         exchange(phase1_, index,
                  run.by_time() ? StopRule::at(end) : StopRule::after(run.iterations));
         return;
     }
-    exchange(phase1_, index, StopRule::at(after_seconds(start, options_.switch_after)));
+    exchange(phase1_, index,
+             options_.switch_on_signal ? StopRule::until_switch(end)
+                                       : StopRule::at(after_seconds(start, options_.switch_after)));
     barrier();
     if (index == 0) write_truth_file(phase2_, options_.truth2);
     exchange(phase2_, index, StopRule::at(end));
@@ -217,7 +232,7 @@ int PairsTeam::finish(const std::string& program) {
         }
     } else {
         std::printf("%s: %s: %d threads, %s, %s\n", program.c_str(), wrong == 0 ? "OK" : "FAILED",
-                    options_.tasks, options_.switch_after > 0 ? "2 phases" : "1 phase",
+                    options_.tasks, options_.two_phases() ? "2 phases" : "1 phase",
                     totals.describe("thread").c_str());
     }
     if (!failure_.empty())

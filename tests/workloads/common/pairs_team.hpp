@@ -21,8 +21,9 @@ struct PairsOptions {
     std::uint64_t seed = 1;
     std::size_t data_pages = 4;
     RunLength run;
-    double switch_after = 0;  ///< 0: one phase
-    double pause_ms = 0;      ///< sleep after each sweep (not in work mode)
+    double switch_after = 0;        ///< 0: one phase (unless switch_on_signal)
+    bool switch_on_signal = false;  ///< second phase from SIGUSR2 on
+    double pause_ms = 0;            ///< sleep after each sweep (not in work mode)
     std::string truth;
     std::string truth2;
     StartPlacement start;
@@ -33,6 +34,8 @@ struct PairsOptions {
 
     /// Adds the options; `with_work` adds the compute-and-share mode (--work and its options).
     void add_options(CLI::App& app, bool with_work);
+    /// True when the run has a second pairing (--switch-after or --switch-on-signal).
+    bool two_phases() const { return switch_after > 0 || switch_on_signal; }
     /// Checks combinations that the parser cannot; throws UsageError.
     void validate() const;
 };

@@ -39,9 +39,14 @@ int UniqueFd::release() {
 namespace {
 
 volatile std::sig_atomic_t g_stop_requested = 0;
+volatile std::sig_atomic_t g_switch_requested = 0;
 
 void on_sigusr1(int) {
     request_stop();
+}
+
+void on_sigusr2(int) {
+    g_switch_requested = 1;
 }
 
 }  // namespace
@@ -60,6 +65,18 @@ void stop_early_on_sigusr1() {
     action.sa_flags = SA_RESTART;
     sigemptyset(&action.sa_mask);
     if (sigaction(SIGUSR1, &action, nullptr) != 0) throw_errno("sigaction(SIGUSR1)");
+}
+
+void switch_on_sigusr2() {
+    struct sigaction action {};
+    action.sa_handler = on_sigusr2;
+    action.sa_flags = SA_RESTART;
+    sigemptyset(&action.sa_mask);
+    if (sigaction(SIGUSR2, &action, nullptr) != 0) throw_errno("sigaction(SIGUSR2)");
+}
+
+bool switch_requested() {
+    return g_switch_requested != 0;
 }
 
 double seconds_since(Clock::time_point start) {

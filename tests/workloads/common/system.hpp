@@ -59,23 +59,34 @@ bool stop_requested();
 /// Records an early end, as SIGUSR1 does (async-signal-safe: for signal handlers).
 void request_stop();
 
+/// Makes SIGUSR2 a cue to switch to the next phase (a program whose phases a test drives).
+void switch_on_sigusr2();
+
+/// True once SIGUSR2 asked for the next phase (async-signal-safe).
+bool switch_requested();
+
 /// When a task stops making passes: at a deadline (or an early end, stop_requested()), or after a
 /// number of passes.
 class StopRule {
   public:
     static StopRule at(Clock::time_point deadline) { return {deadline, 0}; }
     static StopRule after(std::uint64_t passes) { return {{}, passes}; }
-    /// True once `passes_made` reached the limit, or the deadline passed or an early end was asked.
+    /// At a deadline, an early end, or SIGUSR2's cue to switch (switch_on_sigusr2()).
+    static StopRule until_switch(Clock::time_point deadline) { return {deadline, 0, true}; }
+    /// True once `passes_made` reached the limit, or the deadline passed or an early end (or,
+    /// for until_switch(), the switch) was asked.
     bool done(std::uint64_t passes_made) const {
         return max_passes_ != 0 ? passes_made >= max_passes_
-                                : Clock::now() >= deadline_ || stop_requested();
+                                : Clock::now() >= deadline_ || stop_requested() ||
+                                      (on_switch_ && switch_requested());
     }
 
   private:
-    StopRule(Clock::time_point deadline, std::uint64_t max_passes)
-        : deadline_(deadline), max_passes_(max_passes) {}
+    StopRule(Clock::time_point deadline, std::uint64_t max_passes, bool on_switch = false)
+        : deadline_(deadline), max_passes_(max_passes), on_switch_(on_switch) {}
     Clock::time_point deadline_;
     std::uint64_t max_passes_;
+    bool on_switch_;
 };
 
 }  // namespace cdsm::workloads
