@@ -13,11 +13,12 @@
 #   munged's socket and $slurm_dir are, stays shared, as a cluster shares its file systems. Each
 #   slurmd has its own spool, pid and log file ($slurm_dir/{spool,slurmd}-n<i>: Slurm's %n);
 # - CPUs: node i owns the guest's CPUs (i-1)*C .. i*C-1 (C = the guest's CPUs / nodes; with the
-#   lab's --threads 1, node i is socket i-1 and NUMA node i-1). slurmd reads the machine with
-#   hwloc (HWLOC_TOPOLOGY_FLAG_WHOLE_SYSTEM, so no cgroup or affinity mask restricts it): it is
-#   given its node's part through HWLOC_XMLFILE, the guest's topology restricted to those CPUs
-#   (lstopo --restrict), so Slurm's CPU ids of the node are those CPUs and task/affinity binds
-#   its tasks there;
+#   lab's --threads 1, node i is socket i-1 and NUMA node i-1). Each slurmd sees the whole guest
+#   (Slurm reads the machine with hwloc's whole-system flag, and its abstract-to-machine CPU map
+#   keeps only machine ids below the CPU count, so a node cannot be given CPUs 4-7 as a machine
+#   of its own through HWLOC_XMLFILE), and the other nodes' CPUs are reserved on it with Slurm's
+#   CpuSpecList (CPUs for the system, never a job's): the node's jobs get only its own CPUs,
+#   and slurmd itself is bound to the reserved ones;
 # - cgroups: one cgroup v2 tree for all, as one kernel has only one. Debian's Slurm is built with
 #   --enable-multiple-slurmd (several slurmd on one host; the cgroup/v2 plugin then makes one
 #   scope per node, system.slice/n<i>_slurmstepd.scope, not one slurmstepd.scope they would
@@ -46,6 +47,15 @@ node_cpus() {
 	echo "$(((i - 1) * per))-$((i * per - 1))"
 }
 
+# The CPUs of the nodes other than $1 (its CpuSpecList), e.g. 4-7 for n1 of two.
+others() {
+	local node list=
+	for node in "${cluster_nodes[@]}"; do
+		[[ $node == "$1" ]] || list+=${list:+,}$(node_cpus "$node")
+	done
+	echo "$list"
+}
+
 on_node() {
 	local node=$1
 	shift
@@ -53,10 +63,13 @@ on_node() {
 }
 
 cluster_start() {
-	local n=$1 i node cpus per mem hosts
+	local n=$1 i node mem hosts cpus sockets cores
 	shift
 	((n >= 2)) || return 1
-	per=$(($(nproc --all) / n))
+	cpus=$(nproc --all)
+	sockets=$(lscpu -p=SOCKET | grep -v '^#' | sort -u | wc -l)
+	cores=$(($(lscpu -p=CORE | grep -v '^#' | sort -u | wc -l) / sockets))
+	((cpus == sockets * cores)) || return 1 # one thread per core (tests/vm/run --threads 1)
 	cluster_nodes=()
 	for ((i = 1; i <= n; i++)); do cluster_nodes+=("n$i"); done
 	modprobe bridge && modprobe veth
@@ -83,30 +96,34 @@ cluster_start() {
 			SlurmdLogFile=$slurm_dir/slurmd-%n.log
 			ProctrackType=proctrack/cgroup
 			TaskPlugin=task/cgroup,task/affinity
-			NodeName=n[1-$n] NodeAddr=10.77.0.[11-$((10 + n))] CPUs=$per Sockets=1 CoresPerSocket=$per ThreadsPerCore=1 RealMemory=$mem State=UNKNOWN
-			PartitionName=lab Nodes=n[1-$n] Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 		EOT
+		for node in "${cluster_nodes[@]}"; do
+			echo "NodeName=$node NodeAddr=10.77.0.$((10 + ${node#n})) CPUs=$cpus Sockets=$sockets" \
+				"CoresPerSocket=$cores ThreadsPerCore=1 RealMemory=$mem" \
+				"CpuSpecList=$(others "$node") State=UNKNOWN"
+		done
+		echo "PartitionName=lab Nodes=n[1-$n] Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO"
 	} >"$slurm_dir/slurm.conf"
 	printf '%s\n' "$@" >"$slurm_dir/plugstack.conf"
 	chrt -o 0 slurmctld -i
 	for node in "${cluster_nodes[@]}"; do
 		i=${node#n}
-		cpus=$(node_cpus "$node")
 		ip netns add "cdsm-$node"
 		ip link add "cdsm-v$i" type veth peer name eth0 netns "cdsm-$node"
 		ip link set "cdsm-v$i" master cdsmbr0 up
 		ip -n "cdsm-$node" addr add "10.77.0.$((10 + i))/24" dev eth0
 		ip -n "cdsm-$node" link set eth0 up
 		ip -n "cdsm-$node" link set lo up
-		lstopo-no-graphics --restrict "$(hwloc-calc -p "pu:$cpus")" --of xml "$slurm_dir/$node.xml"
+		# The node's own hierarchy, for cdsmctl cluster-map --node-topology.
+		lstopo-no-graphics --restrict "$(hwloc-calc -p "pu:$(node_cpus "$node")")" --of xml \
+			"$slurm_dir/$node.xml"
 		mkdir -p "$slurm_dir/spool-$node"
 		# slurmd daemonizes inside the namespaces, which live as long as it does.
 		nsenter --net="/run/netns/cdsm-$node" unshare --uts --mount --propagation private \
 			sh -c "hostname $node && mount -t tmpfs -o mode=1777 tmpfs /tmp &&
 				mount -t tmpfs -o mode=1777 tmpfs /var/tmp &&
 				mount -t tmpfs -o mode=1777 tmpfs /dev/shm &&
-				exec env HWLOC_XMLFILE=$slurm_dir/$node.xml HWLOC_THISSYSTEM=1 \
-					chrt -o 0 slurmd -N $node"
+				exec chrt -o 0 slurmd -N $node"
 	done
 	slurm_wait_idle "$n"
 }
