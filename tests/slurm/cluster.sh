@@ -132,7 +132,9 @@ cluster_stop() {
 	local node
 	scontrol shutdown 2>/dev/null || true
 	for node in "${cluster_nodes[@]}"; do
-		[[ -e $slurm_dir/slurmd-$node.pid ]] && kill "$(<"$slurm_dir/slurmd-$node.pid")" 2>/dev/null || true
+		if [[ -e $slurm_dir/slurmd-$node.pid ]]; then
+			kill "$(<"$slurm_dir/slurmd-$node.pid")" 2>/dev/null || true
+		fi
 		ip netns del "cdsm-$node" 2>/dev/null || true
 	done
 	munged --stop 2>/dev/null || true
