@@ -40,8 +40,35 @@ slurm_start() {
 	else
 		ip addr add "$slurm_addr/32" dev lo 2>/dev/null || true
 	fi
-	# cgroup v2 as on a node booted with systemd: the controllers slurmd needs enabled down to
-	# system.slice, where it makes its slurmstepd.scope itself (IgnoreSystemd=yes).
+	slurm_base
+	local cpus sockets cores threads mem
+	cpus=$(nproc --all)
+	sockets=$(lscpu -p=SOCKET | grep -v '^#' | sort -u | wc -l)
+	cores=$(($(lscpu -p=CORE | grep -v '^#' | sort -u | wc -l) / sockets))
+	threads=$((cpus / sockets / cores))
+	mem=$(($(awk '$1 == "MemTotal:" { print int($2 / 1024) }' /proc/meminfo) - 256))
+	{
+		slurm_conf_common
+		cat <<-EOT
+			SlurmdSpoolDir=$slurm_dir/spool
+			SlurmdPidFile=$slurm_dir/slurmd.pid
+			SlurmdLogFile=$slurm_dir/slurmd.log
+			ProctrackType=proctrack/cgroup
+			TaskPlugin=task/cgroup,task/affinity
+			NodeName=$(hostname) NodeAddr=$slurm_addr CPUs=$cpus Sockets=$sockets CoresPerSocket=$cores ThreadsPerCore=$threads RealMemory=$mem State=UNKNOWN
+			PartitionName=lab Nodes=$(hostname) Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
+		EOT
+	} >"$slurm_dir/slurm.conf"
+	printf '%s\n' "$@" >"$slurm_dir/plugstack.conf"
+	chrt -o 0 slurmctld -i
+	chrt -o 0 slurmd
+	slurm_wait_idle 1
+}
+
+# What a single-node and the multi-node cluster (cluster.sh) share: cgroup v2 as on a node booted
+# with systemd (the controllers slurmd needs enabled down to system.slice, where it makes its
+# slurmstepd.scope itself: IgnoreSystemd=yes), the directories, cgroup.conf and munged.
+slurm_base() {
 	echo "+cpuset +cpu +memory +pids" >/sys/fs/cgroup/cgroup.subtree_control
 	mkdir -p /sys/fs/cgroup/system.slice
 	echo "+cpuset +cpu +memory +pids" >/sys/fs/cgroup/system.slice/cgroup.subtree_control
@@ -49,6 +76,11 @@ slurm_start() {
 	chown munge:munge "$slurm_dir/munge"
 	chmod 0700 "$slurm_dir/munge"
 	mkdir -p /run/munge && chown munge:munge /run/munge && chmod 0755 /run/munge
+	cat >"$slurm_dir/cgroup.conf" <<-EOT
+		CgroupPlugin=cgroup/v2
+		IgnoreSystemd=yes
+		ConstrainCores=yes
+	EOT
 	# The daemons run with the normal policy, as on a node, whatever the caller's: slurmstepd and
 	# the job's tasks inherit slurmd's, and a VM-lab test runs at SCHED_FIFO 10 (vm-lib.sh), so
 	# the jobs ran at SCHED_FIFO 10 too, where busy tasks are never preempted by their equals (no
@@ -58,13 +90,11 @@ slurm_start() {
 	chrt -o 0 setpriv --reuid=munge --regid=munge --clear-groups munged --force \
 		--log-file="$slurm_dir/munge/munged.log" --seed-file="$slurm_dir/munge/seed" \
 		--pid-file=/run/munge/munged.pid
-	local cpus sockets cores threads mem
-	cpus=$(nproc --all)
-	sockets=$(lscpu -p=SOCKET | grep -v '^#' | sort -u | wc -l)
-	cores=$(($(lscpu -p=CORE | grep -v '^#' | sort -u | wc -l) / sockets))
-	threads=$((cpus / sockets / cores))
-	mem=$(($(awk '$1 == "MemTotal:" { print int($2 / 1024) }' /proc/meminfo) - 256))
-	cat >"$slurm_dir/slurm.conf" <<-EOT
+}
+
+# The lines of slurm.conf both clusters share (the controller on this guest at $slurm_addr).
+slurm_conf_common() {
+	cat <<-EOT
 		ClusterName=cdsmlab
 		SlurmctldHost=$(hostname)($slurm_addr)
 		SlurmUser=root
@@ -72,14 +102,9 @@ slurm_start() {
 		AuthType=auth/munge
 		CryptoType=crypto/munge
 		StateSaveLocation=$slurm_dir/state
-		SlurmdSpoolDir=$slurm_dir/spool
 		SlurmctldPidFile=$slurm_dir/slurmctld.pid
-		SlurmdPidFile=$slurm_dir/slurmd.pid
 		SlurmctldLogFile=$slurm_dir/slurmctld.log
-		SlurmdLogFile=$slurm_dir/slurmd.log
 		SlurmdDebug=debug
-		ProctrackType=proctrack/cgroup
-		TaskPlugin=task/cgroup,task/affinity
 		SelectType=select/cons_tres
 		SelectTypeParameters=CR_Core
 		SchedulerType=sched/builtin
@@ -87,20 +112,15 @@ slurm_start() {
 		MpiDefault=none
 		JobAcctGatherType=jobacct_gather/none
 		PlugStackConfig=$slurm_dir/plugstack.conf
-		NodeName=$(hostname) NodeAddr=$slurm_addr CPUs=$cpus Sockets=$sockets CoresPerSocket=$cores ThreadsPerCore=$threads RealMemory=$mem State=UNKNOWN
-		PartitionName=lab Nodes=$(hostname) Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO
 	EOT
-	cat >"$slurm_dir/cgroup.conf" <<-EOT
-		CgroupPlugin=cgroup/v2
-		IgnoreSystemd=yes
-		ConstrainCores=yes
-	EOT
-	printf '%s\n' "$@" >"$slurm_dir/plugstack.conf"
-	chrt -o 0 slurmctld -i
-	chrt -o 0 slurmd
+}
+
+# Waits up to 120 s until $1 nodes are idle; on failure shows the daemons' logs.
+slurm_wait_idle() {
 	local deadline=$((SECONDS + 120))
-	until sinfo -h -o %T 2>/dev/null | grep -qx idle; do
+	until (($(sinfo -h -N -o %T 2>/dev/null | grep -cx idle) >= $1)); do
 		((SECONDS < deadline)) || {
+			sinfo -N >&2 || true
 			tail -n 30 "$slurm_dir"/*.log "$slurm_dir/munge/munged.log" >&2
 			return 1
 		}

@@ -26,6 +26,9 @@ namespace {
 
 struct Options {
     std::string pattern = "ring";
+    /// The ring's order: position p's neighbours are ring_order[p - 1] and ring_order[p + 1];
+    /// empty: 0, 1, ..., N-1.
+    std::vector<int> ring_order;
     std::size_t bytes = 128 * 1024;
     RunLength run;
     std::string truth;
@@ -40,10 +43,31 @@ struct Link {
     int tag;
 };
 
-std::vector<Link> ring_links(int rank, int size) {
-    const int right = (rank + 1) % size;
-    const int left = (rank + size - 1) % size;
+std::vector<Link> ring_links(int rank, int size, const std::vector<int>& order) {
+    if (order.empty()) {
+        const int right = (rank + 1) % size;
+        const int left = (rank + size - 1) % size;
+        return {{right, left, 0}, {left, right, 1}};
+    }
+    const auto at = static_cast<int>(std::find(order.begin(), order.end(), rank) - order.begin());
+    const int right = order[static_cast<std::size_t>((at + 1) % size)];
+    const int left = order[static_cast<std::size_t>((at + size - 1) % size)];
     return {{right, left, 0}, {left, right, 1}};
+}
+
+/// Empty when @p order is empty or a permutation of 0..size-1, else why not.
+std::string ring_order_error(const std::vector<int>& order, int size) {
+    if (order.empty()) return {};
+    if (order.size() != static_cast<std::size_t>(size))
+        return "--ring-order names " + std::to_string(order.size()) + " ranks, the job has " +
+               std::to_string(size);
+    std::vector<int> sorted = order;
+    std::sort(sorted.begin(), sorted.end());
+    for (int r = 0; r < size; ++r) {
+        if (sorted[static_cast<std::size_t>(r)] != r)
+            return "--ring-order is not a permutation of the ranks 0.." + std::to_string(size - 1);
+    }
+    return {};
 }
 
 std::vector<Link> halo2d_links(int rank, int size) {
@@ -60,15 +84,16 @@ std::vector<Link> halo2d_links(int rank, int size) {
             {at(row - 1, col), at(row + 1, col), 3}};
 }
 
-std::vector<Link> links_of(const std::string& pattern, int rank, int size) {
-    return pattern == "ring" ? ring_links(rank, size) : halo2d_links(rank, size);
+std::vector<Link> links_of(const Options& options, int rank, int size) {
+    return options.pattern == "ring" ? ring_links(rank, size, options.ring_order)
+                                     : halo2d_links(rank, size);
 }
 
 /// Every rank's distinct message partners.
-PartnerGraph partner_graph(const std::string& pattern, int size) {
+PartnerGraph partner_graph(const Options& options, int size) {
     PartnerGraph graph(size);
     for (int r = 0; r < size; ++r) {
-        for (const Link& l : links_of(pattern, r, size)) {
+        for (const Link& l : links_of(options, r, size)) {
             for (const int p : {l.to, l.from}) {
                 if (p != MPI_PROC_NULL && p != r &&
                     std::find(graph[r].begin(), graph[r].end(), p) == graph[r].end()) {
@@ -114,7 +139,7 @@ struct Outcome {
 /// before that iteration, so all stop at the same iteration without any collective that would
 /// add communication between ranks that are not partners.
 Outcome exchange(const Options& options, int rank, int size) {
-    const std::vector<Link> links = links_of(options.pattern, rank, size);
+    const std::vector<Link> links = links_of(options, rank, size);
     const std::size_t words = kHeaderWords + options.bytes / sizeof(std::uint64_t);
     std::vector<std::vector<std::uint64_t>> out(links.size(), std::vector<std::uint64_t>(words));
     std::vector<std::vector<std::uint64_t>> in(links.size(), std::vector<std::uint64_t>(words));
@@ -187,9 +212,13 @@ int run(const Options& options, const std::string& program) {
         MPI_Finalize();
         throw UsageError("needs at least 2 ranks (run it under mpirun -np N)");
     }
+    if (const std::string why = ring_order_error(options.ring_order, size); !why.empty()) {
+        MPI_Finalize();
+        throw UsageError(why);
+    }
     int failed = 0;
     try {
-        const PartnerGraph graph = partner_graph(options.pattern, size);
+        const PartnerGraph graph = partner_graph(options, size);
         const std::vector<int> cpus = options.start.resolve(graph);
         if (!cpus.empty()) pin_task(0, cpus[rank]);
         if (!options.truth.empty()) publish_truth(options.truth, rank, size, graph);
@@ -225,6 +254,12 @@ int main(int argc, char** argv) {
                    "(a non-periodic 2-D grid from MPI_Dims_create)")
         ->check(CLI::IsMember({"ring", "halo2d"}))
         ->capture_default_str();
+    app.add_option("--ring-order", options.ring_order,
+                   "With ring: the ranks in ring order, a permutation of 0..N-1 (e.g. "
+                   "0,3,6,1,4,7,2,5: neighbours that Slurm's block and cyclic orders put on "
+                   "different nodes); default 0,1,...,N-1")
+        ->delimiter(',')
+        ->expected(2, CLI::detail::expected_max_vector_size);
     app.add_option("--bytes", options.bytes, "Payload bytes per message")
         ->check(CLI::Range(std::size_t{8}, std::size_t{1} << 28))
         ->capture_default_str();
@@ -233,5 +268,9 @@ int main(int argc, char** argv) {
         ->type_name("FILE");
     options.start.add_options(app);
     // Arguments are checked before MPI_Init: --help and usage errors need no MPI runtime.
-    return run_workload(app, argc, argv, [&] { return run(options, app.get_name()); });
+    return run_workload(app, argc, argv, [&] {
+        if (!options.ring_order.empty() && options.pattern != "ring")
+            throw UsageError("--ring-order is for --pattern ring");
+        return run(options, app.get_name());
+    });
 }

@@ -500,6 +500,26 @@ TEST_P(MpiRingTest, TruthListsEachRanksMessagePartners) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Patterns, MpiRingTest, ::testing::Values("ring", "halo2d"));
+
+TEST_F(WorkloadTest, MpiRingFollowsTheRingOrder) {
+    const auto r =
+        run({CDSM_MPIEXEC, "--oversubscribe", "--allow-run-as-root", "-np", "4", "--mca", "btl",
+             "self,vader", "--mca", "btl_vader_single_copy_mechanism", "none", CDSM_MPI_RING,
+             "--ring-order", "0,2,1,3", "--iterations", "3", "--truth", file("truth")});
+    ASSERT_EQ(r.status, 0) << r.err;
+    EXPECT_NE(r.out.find(": OK:"), std::string::npos) << r.out;
+    // The ring 0-2-1-3-0: rank 0's neighbours are 2 and 3, rank 2's 0 and 1.
+    EXPECT_EQ(partner_indices(read_truth(file("truth"))),
+              (std::vector<std::vector<int>>{{2, 3}, {2, 3}, {0, 1}, {0, 1}}));
+}
+
+TEST_F(WorkloadTest, MpiRingRefusesARingOrderThatIsNoPermutation) {
+    const auto r =
+        run({CDSM_MPIEXEC, "--oversubscribe", "--allow-run-as-root", "-np", "4", "--mca", "btl",
+             "self,vader", CDSM_MPI_RING, "--ring-order", "0,1,1,3", "--iterations", "3"});
+    EXPECT_NE(r.status, 0);
+    EXPECT_NE(r.err.find("not a permutation"), std::string::npos) << r.err;
+}
 #endif
 
 // --- cdsm-checksum and cdsm-faultbench --------------------------------------------------------
@@ -589,6 +609,7 @@ std::vector<BadArgs> bad_args() {
 #ifdef CDSM_MPI_RING
     cases.push_back(BadArgs{CDSM_MPI_RING, {"--pattern", "star"}});
     cases.push_back(BadArgs{CDSM_MPI_RING, {"--bytes", "1"}});
+    cases.push_back(BadArgs{CDSM_MPI_RING, {"--pattern", "halo2d", "--ring-order", "1,0"}});
     cases.push_back(BadArgs{CDSM_MPI_RING, {"--seconds", "0.1"}});  // one rank: no partner
 #endif
     return cases;
