@@ -49,6 +49,15 @@ void on_sigusr2(int) {
     g_switch_requested = 1;
 }
 
+// Installs `handler` for `sig`, restarting interrupted system calls.
+void install_handler(int sig, void (*handler)(int), const char* name) {
+    struct sigaction action {};
+    action.sa_handler = handler;
+    action.sa_flags = SA_RESTART;
+    sigemptyset(&action.sa_mask);
+    if (sigaction(sig, &action, nullptr) != 0) throw_errno(std::string("sigaction(") + name + ")");
+}
+
 }  // namespace
 
 void request_stop() {
@@ -60,19 +69,11 @@ bool stop_requested() {
 }
 
 void stop_early_on_sigusr1() {
-    struct sigaction action {};
-    action.sa_handler = on_sigusr1;
-    action.sa_flags = SA_RESTART;
-    sigemptyset(&action.sa_mask);
-    if (sigaction(SIGUSR1, &action, nullptr) != 0) throw_errno("sigaction(SIGUSR1)");
+    install_handler(SIGUSR1, on_sigusr1, "SIGUSR1");
 }
 
 void switch_on_sigusr2() {
-    struct sigaction action {};
-    action.sa_handler = on_sigusr2;
-    action.sa_flags = SA_RESTART;
-    sigemptyset(&action.sa_mask);
-    if (sigaction(SIGUSR2, &action, nullptr) != 0) throw_errno("sigaction(SIGUSR2)");
+    install_handler(SIGUSR2, on_sigusr2, "SIGUSR2");
 }
 
 bool switch_requested() {
