@@ -81,15 +81,6 @@ run_tracked() {
 	app=$(cat "$f")
 }
 
-# Ends the run of the workload whose truth file is $1 early, as at its deadline: SIGUSR1 to each
-# task it lists (tests/workloads/README.md); the processes still run their own checks. Tasks
-# that already ended (the run reached its deadline first on a loaded host) are no failure: the
-# caller waits for the workload's own status.
-end_run() { kill -USR1 $(awk '{ print $1 }' "$1") 2>/dev/null || true; }
-
-# Switches the workload whose truth file is $1 (run with --switch-on-signal) to its second
-# pairing: SIGUSR2 to its tasks (not to $pid, cdsm-query, which SIGUSR2 would end).
-switch_phase() { kill -USR2 $(awk '{ print $1 }' "$1") || fail "cannot signal the tasks of $1"; }
 
 # The OS CPU list of task $1's affinity.
 affinity() { awk '/^Cpus_allowed_list/ { print $2 }' "/proc/$1/status"; }
