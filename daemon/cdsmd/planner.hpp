@@ -100,6 +100,16 @@ class Planner {
                             const std::vector<std::uint32_t>& b) const;
 
   private:
+    /// Tasks on OS CPUs as PUs of the machine: those on its CPUs (known), their PUs in task
+    /// order, and the matrix among them; `all` when every task is on one.
+    struct OnMachine {
+        bool all = false;
+        std::vector<bool> known;
+        std::vector<PuId> pus;
+        CommMatrix inside;
+    };
+    OnMachine on_machine(const CommMatrix& matrix, const std::vector<std::uint32_t>& cpus) const;
+
     Topology machine_;
     LevelCosts costs_;
     Distances distances_;
