@@ -116,7 +116,9 @@ NodeMatrix node_matrix_from_json(const nlohmann::json& reply, std::string node,
             throw Error(name, fmt::format("task {}'s index {} is not a row of the {}x{} matrix",
                                           row, index, n, n));
         out.rank[index] = task_u32(task_int(t, "rank"));
+        // Where it runs, else (an ended step's report) where cdsmd last saw it run.
         out.cpu[index] = task_u32(task_int(t, "cpu"));
+        if (!out.cpu[index]) out.cpu[index] = task_u32(task_int(t, "last_cpu"));
         if (!out.cpu[index]) out.cpu[index] = task_u32(task_int(t, "placed_pu"));
         const auto tid = task_int(t, "tid"), pid = task_int(t, "pid");
         out.main_thread[index] = tid && pid && *tid == *pid;

@@ -20,11 +20,14 @@
  *                           has ended, after srun may have returned: each file appears under
  *                           its name only when complete (written as .NAME.RANDOM.part, then
  *                           renamed); files 0600, a directory the plugin makes 0700.
+ *                           Names: DIR/cdsm-JOB.STEP-FILE; for a step on several nodes
+ *                           DIR/cdsm-JOB.STEP-NODE-FILE, each node's report under its own
+ *                           (NODE: the node's short hostname).
  *   --cdsm-mpi=monitor|off  monitor: Open MPI's monitoring of every rank pair for the step
  *                           (OMPI_MCA_pml_monitoring_* in its tasks' environment), its files in
  *                           DIR/cdsm-JOB.STEP-monitoring (made by the task, as the job's user),
  *                           and the report adds the job's matrix, merged with this node's
- *                           (cdsmctl job-matrix): DIR/cdsm-JOB.STEP-job-matrix.json. Needs
+ *                           (cdsmctl job-matrix): DIR/cdsm-JOB.STEP[-NODE]-job-matrix.json. Needs
  *                           --cdsm-report=DIR. Default off.
  *
  * plugstack.conf arguments: default=off|detect|map (map if not given), smt=avoid|allow and
@@ -806,10 +809,53 @@ static int open_report_dir(void)
 /* The report child's exit status: why the report is incomplete. */
 enum { REPORT_OK, REPORT_NO_USER, REPORT_NO_DIR, REPORT_FAILED };
 
-static int write_report(uid_t uid, gid_t gid, gid_t *gids, int ngids, uint32_t job,
-			uint32_t step)
+/*
+ * This node's name in the report: the short hostname (up to its first dot, as slurmd takes its
+ * NodeName by default), bytes other than letters, digits, '-' and '_' as '_'; "node" and the
+ * node's index in the step (S_JOB_NODEID) when there is none.
+ */
+static void node_name(spank_t sp, char *name, size_t size)
 {
-	char request[96], label[48], prefix[64];
+	char host[256] = "";
+	uint32_t id = 0;
+	size_t n = 0;
+
+	if (gethostname(host, sizeof(host) - 1) < 0)
+		host[0] = '\0';
+	for (const char *c = host; *c && *c != '.' && n + 1 < size; c++, n++) {
+		int ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+			 (*c >= '0' && *c <= '9') || *c == '-' || *c == '_';
+
+		name[n] = ok ? *c : '_';
+	}
+	name[n] = '\0';
+	if (n == 0) {
+		spank_get_item(sp, S_JOB_NODEID, &id);
+		snprintf(name, size, "node%u", id);
+	}
+}
+
+/*
+ * The report files' prefix: cdsm-J.S for a step on one node, cdsm-J.S-NODE (node_name()) for a
+ * step on several nodes, whose reports go into one shared directory: each node's under names
+ * of its own, none replacing another's.
+ */
+static void report_prefix(uint32_t job, uint32_t step, uint32_t nodes, const char *node,
+			  char *prefix, size_t size)
+{
+	char label[48];
+
+	step_label(job, step, label, sizeof(label));
+	if (nodes > 1)
+		snprintf(prefix, size, "cdsm-%s-%s", label, node);
+	else
+		snprintf(prefix, size, "cdsm-%s", label);
+}
+
+static int write_report(uid_t uid, gid_t gid, gid_t *gids, int ngids, uint32_t job,
+			uint32_t step, uint32_t nodes, const char *node)
+{
+	char request[96], prefix[128];
 	static const char *const what[] = { "matrix", "show", "tasks" };
 	/* The step's whole run, not the aged matrix cdsmd maps by. */
 	static const char *const extra[] = { ",\"view\":\"whole\"", "", "" };
@@ -825,8 +871,7 @@ static int write_report(uid_t uid, gid_t gid, gid_t *gids, int ngids, uint32_t j
 	dir = open_report_dir();
 	if (dir < 0)
 		return REPORT_NO_DIR;
-	step_label(job, step, label, sizeof(label));
-	snprintf(prefix, sizeof(prefix), "cdsm-%s", label);
+	report_prefix(job, step, nodes, node, prefix, sizeof(prefix));
 	/*
 	 * First what cdsmd knows, as it answers (the ended application is released after
 	 * mapping.release_ended_after_ms): the whole-run matrix, then placements, costs and migrations
@@ -864,14 +909,13 @@ static int write_report(uid_t uid, gid_t gid, gid_t *gids, int ngids, uint32_t j
 	failed |= report_publish(dir, &pic[1], ok) < 0;
 	if (mpi_monitor) {
 		/* The job's matrix: the monitoring files merged with this node's saved matrix. */
-		char mon[PATH_MAX + 64], node[320], host[256] = "";
+		char mon[PATH_MAX + 64], matrix_arg[320];
 		char *job_args[] = { "cdsmctl", "job-matrix", "--monitoring", mon, "--node-matrix",
-				     node, "--format", "json", NULL };
+				     matrix_arg, "--format", "json", NULL };
 		struct report_file jm = { .fd = -1 };
 
-		gethostname(host, sizeof(host) - 1);
 		monitoring_dir(job, step, mon, sizeof(mon));
-		snprintf(node, sizeof(node), "%s=/proc/self/fd/0", host[0] ? host : "localhost");
+		snprintf(matrix_arg, sizeof(matrix_arg), "%s=/proc/self/fd/0", node);
 		ok = report_create(dir, prefix, "job-matrix.json", &jm) == 0 &&
 		     run_cdsmctl(job_args, matrix, jm.fd, NULL, 0) == 0;
 		failed |= report_publish(dir, &jm, ok) < 0;
@@ -921,11 +965,11 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
 	static const char *const why[] = { "", "cannot take the job's user",
 					   "cannot make or open the directory",
 					   "cdsmctl or cdsmd failed" };
-	char e[ESCAPED];
+	char e[ESCAPED], node[64];
 	uid_t uid;
 	gid_t gid, *gids = NULL;
 	int ngids = 0, status, killed, code;
-	uint32_t job = 0, step = 0;
+	uint32_t job = 0, step = 0, nodes = 1;
 	pid_t child;
 
 	(void)ac;
@@ -940,11 +984,15 @@ int slurm_spank_exit(spank_t sp, int ac, char **av)
 		slurm_error("cdsm: cannot get the job's user; no report");
 		return 0;
 	}
+	/* The step's nodes (slurmstepd's step, not the job's allocation). */
+	if (spank_get_item(sp, S_JOB_NNODES, &nodes) != ESPANK_SUCCESS)
+		nodes = 1;
+	node_name(sp, node, sizeof(node));
 	/* The child leads a process group of its own, which its cdsmctl joins: killed together. */
 	child = fork();
 	if (child == 0) {
 		setpgid(0, 0);
-		_exit(write_report(uid, gid, gids, ngids, job, step));
+		_exit(write_report(uid, gid, gids, ngids, job, step, nodes, node));
 	}
 	if (child > 0)
 		setpgid(child, child);

@@ -219,6 +219,12 @@ void print_mapping(const nlohmann::json& m, std::ostream& out) {
         cost = after.get<double>();
         out << fmt::format("cost: {} before, {} after\n", cell(field(m, "cost_before")),
                            format_number(cost));
+        // cdsmd's time model beside it (an older cdsmd sends none).
+        if (const auto& t = field(m, "time_after_s");
+            t.is_number() && field(m, "time_before_s").is_number())
+            out << fmt::format(
+                "time (model, 1 event = 1 short message): {:.6g} s before, {:.6g} s after\n",
+                field(m, "time_before_s").get<double>(), t.get<double>());
     }
     if (const auto& baselines = field(m, "baselines"); baselines.is_object()) {
         Table table({"baseline", "cost", "vs placement"});

@@ -112,8 +112,15 @@ struct AppState {
     std::uint64_t migrations = 0;
     /// Times cdsmd migrated each task, kept after the task exited (tasks: moves).
     std::map<pid_t, std::uint32_t> moves;
+    /// The CPU each task last ran on as cdsmd read it (a pass that read the tasks, a tasks or
+    /// matrix answer), kept after it exited while the module lists it (tasks: last_cpu): where
+    /// the ranks of an ended Slurm step ran, for its report.
+    std::map<pid_t, std::uint32_t> last_cpu;
     double cost_current = 0;
     double cost_best = 0;
+    /// The time model's predictions beside the costs (Planner::time_s), in seconds.
+    double time_current_s = 0;
+    double time_best_s = 0;
     std::uint64_t last_mapped_ns = 0;
     control::Json last = nullptr;       ///< last decision
     std::deque<control::Json> history;  ///< recent migrations

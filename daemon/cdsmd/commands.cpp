@@ -87,6 +87,8 @@ Json Commands::app_json(const AppState& app) const {
             {"events", i.events},
             {"cost_current", app.cost_current},
             {"cost_best", app.cost_best},
+            {"time_current_s", app.time_current_s},
+            {"time_best_s", app.time_best_s},
             {"migrations", app.migrations},
             {"placed_tasks", placed},
             {"opted_out", app.opted_out},
@@ -106,12 +108,20 @@ Json Commands::tasks_json(AppState& app) {
         Json rank = nullptr;
         if (env != app.env_by_tgid.end() && env->second.facts.rank) rank = *env->second.facts.rank;
         const auto st = app.tasks.find(t.tid);
+        Json cpu = nullptr;
+        if (stat) {
+            const int processor = stat->processor;
+            cpu = processor;
+            if (processor >= 0) app.last_cpu[t.tid] = static_cast<std::uint32_t>(processor);
+        }
+        const auto last = app.last_cpu.find(t.tid);
         Json j = {{"index", t.index},
                   {"tid", t.tid},
                   {"pid", t.tgid},
                   {"rank", rank},
                   {"comm", std::string(t.comm, strnlen(t.comm, sizeof(t.comm)))},
-                  {"cpu", stat ? Json(stat->processor) : Json(nullptr)},
+                  {"cpu", cpu},
+                  {"last_cpu", last != app.last_cpu.end() ? Json(last->second) : Json(nullptr)},
                   {"affinity", mask ? Json(*mask) : Json::array()},
                   {"exited", exited || !stat},
                   {"placed_pu", nullptr},

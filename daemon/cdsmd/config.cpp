@@ -168,6 +168,7 @@ void read_mapping(TableReader& t, Config& c, std::string_view source) {
     t.get("age_after_migration", c.age_after_migration);
     t.get("release_ended_after_ms", c.release_ended_after_ms);
     t.get("scan_interval_ms", c.scan_interval_ms);
+    t.get("time_model", c.time_model);
     if (const toml::table* costs = t.subtable("costs")) {
         TableReader ct(*costs, source, "mapping.costs.");
         ct.get("core", c.costs.core);
@@ -181,6 +182,12 @@ void read_mapping(TableReader& t, Config& c, std::string_view source) {
     t.reject_unknown();
     const std::string where(source);
     make_mapper(c.algorithm);  // throws Error naming an unknown algorithm
+    // The time model: an error in the file names the file (TimeModel::from_file).
+    std::error_code ec;
+    if (!c.time_model.empty())
+        c.model = TimeModel::from_file(c.time_model);
+    else if (std::filesystem::exists(kDefaultTimeModelPath, ec))
+        c.model = TimeModel::from_file(kDefaultTimeModelPath);
     if (!(c.min_gain >= 0 && c.min_gain < 1)) {
         throw Error(where, "mapping.min_gain must be in [0, 1)");
     }

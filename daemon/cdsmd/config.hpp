@@ -6,6 +6,7 @@
 
 #include <cdsm/distances.hpp>
 #include <cdsm/mapper.hpp>
+#include <cdsm/time_model.hpp>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -105,6 +106,10 @@ struct Config {
     std::uint32_t release_ended_after_ms = 10000;
     std::uint32_t scan_interval_ms = 1000;
     LevelCosts costs;
+    /// [mapping] time_model: the time model file (cdsmctl calibrate's); empty: /etc/cdsm/
+    /// time-model.json if it exists, else TimeModel's defaults (load_time_model).
+    std::string time_model;
+    TimeModel model;  ///< what time_model (or the default file) holds
 
     /// Module parameters to set at start and on reload, by cdsm_params field name. By default
     /// the module ages every matrix each second, so that a program whose pattern changes is

@@ -107,11 +107,15 @@ void record_plan(AppState& app, Json& d, const Classified& tasks, const Plan& pl
     app.planned = true;
     d["cost_before"] = plan.cost_before;
     d["cost_after"] = plan.cost_after;
+    d["time_before_s"] = plan.time_before_s;
+    d["time_after_s"] = plan.time_after_s;
     d["changed"] = plan.changed;
     d["rule"] = plan.rule;
     if (req.baselines) d["baselines"] = plan.baselines;
     app.cost_current = plan.changed && placing ? plan.cost_after : plan.cost_before;
     app.cost_best = plan.cost_after;
+    app.time_current_s = plan.changed && placing ? plan.time_after_s : plan.time_before_s;
+    app.time_best_s = plan.time_after_s;
     Json placement = Json::array();
     for (std::size_t k = 0; k < task_count; ++k) placement.push_back(nullptr);
     for (std::size_t k = 0; k < tasks.tids.size(); ++k)
@@ -167,10 +171,19 @@ Observation observe(AppState& app, KernelSource& kernel, ProcSource& proc) {
     // Processes the module no longer lists: nothing of them is kept. Those whose tasks all
     // exited keep their facts while the module lists the tasks (at most max_tasks of them): an
     // ended run's matrix is still shown by rank (cdsmctl show --by rank --view whole).
-    std::set<pid_t> listed;
-    for (const cdsm_task_info& t : seen.tasks) listed.insert(t.tgid);
+    std::set<pid_t> listed, listed_tids;
+    for (const cdsm_task_info& t : seen.tasks) listed.insert(t.tgid), listed_tids.insert(t.tid);
     std::erase_if(app.env_by_tgid, [&](const auto& kv) { return !listed.count(kv.first); });
+    std::erase_if(app.last_cpu, [&](const auto& kv) { return !listed_tids.count(kv.first); });
     return seen;
+}
+
+void note_new_tasks_cpus(AppState& app, const Observation& seen, ProcSource& proc) {
+    for (const cdsm_task_info& t : seen.tasks) {
+        if ((t.flags & CDSM_TASK_EXITED) || app.last_cpu.contains(t.tid)) continue;
+        if (const auto stat = proc.task_stat(t.tgid, t.tid); stat && stat->processor >= 0)
+            app.last_cpu[t.tid] = static_cast<std::uint32_t>(stat->processor);
+    }
 }
 
 std::vector<TaskReading> read_tasks(const Observation& seen, ProcSource& proc) {
@@ -200,6 +213,8 @@ Classified classify_tasks(AppState& app, const std::vector<TaskReading>& tasks,
     for (const TaskReading& r : tasks) {
         const cdsm_task_info& t = r.task;
         present.insert(t.tid);
+        if (r.stat.processor >= 0)
+            app.last_cpu[t.tid] = static_cast<std::uint32_t>(r.stat.processor);
         TaskState& ts = app.tasks.try_emplace(t.tid).first->second;
         const auto comm = process_comm.find(t.tgid);
         bool foreign_now = false;
@@ -551,6 +566,7 @@ PassResult map_pass(AppState& app, const MapRequest& req, PassContext& context) 
     // of reads per pass for a 64-task application).
     waiting = !app.planned;
     if (const double total = seen.matrix.total(); total < config.min_events) {
+        note_new_tasks_cpus(app, seen, context.proc);
         return skip(not_enough_events(total, config.min_events));
     }
     const std::uint64_t now = context.proc.now_ns();

@@ -83,6 +83,10 @@ struct TaskReading {
 };
 /// The live tasks (those exited, or whose files are gone, left out).
 std::vector<TaskReading> read_tasks(const Observation& observation, ProcSource& proc);
+/// A pass that does not read the tasks (too few events): the CPU of each live task cdsmd has
+/// not seen run yet, once (app.last_cpu), so that an ended step's report says where its ranks
+/// ran however little they shared; a pass that reads the tasks updates them all.
+void note_new_tasks_cpus(AppState& app, const Observation& seen, ProcSource& proc);
 
 /// classify_tasks: the tasks to place, and why others are not.
 struct Classified {

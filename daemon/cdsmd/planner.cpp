@@ -62,8 +62,8 @@ bool shares_a_cpu(const std::vector<std::uint32_t>& current,
     return Placement(std::move(at)).is_stacked(available.size());
 }
 
-Planner::Planner(Topology machine, LevelCosts costs)
-    : machine_(std::move(machine)), costs_(costs), distances_(machine_, costs_) {}
+Planner::Planner(Topology machine, LevelCosts costs, TimeModel model)
+    : machine_(std::move(machine)), costs_(costs), distances_(machine_, costs_), model_(model) {}
 
 std::vector<std::uint32_t> Planner::machine_cpus() const {
     std::vector<std::uint32_t> cpus;
@@ -71,25 +71,51 @@ std::vector<std::uint32_t> Planner::machine_cpus() const {
     return cpus;
 }
 
-double Planner::cost(const CommMatrix& matrix, const std::vector<std::uint32_t>& cpus) const {
-    // libcdsm's mapping_cost over the tasks on the machine's PUs; a task on a CPU outside it is
-    // at the farthest distance from each partner.
+Planner::OnMachine Planner::on_machine(const CommMatrix& matrix,
+                                       const std::vector<std::uint32_t>& cpus) const {
+    OnMachine out;
     std::vector<std::size_t> known;
-    std::vector<PuId> pus;
     for (std::size_t i = 0; i < cpus.size(); ++i) {
         if (const auto pu = machine_.find_os_index(cpus[i])) {
             known.push_back(i);
-            pus.push_back(*pu);
+            out.pus.push_back(*pu);
         }
     }
-    if (known.size() == matrix.size()) return mapping_cost(matrix, Placement(pus), distances_);
-    CommMatrix inside(known.size());
+    out.all = known.size() == matrix.size();
+    out.known.assign(matrix.size(), false);
+    for (std::size_t i : known) out.known[i] = true;
+    out.inside = CommMatrix(known.size());
     for (std::size_t a = 0; a < known.size(); ++a) {
         for (std::size_t b = a + 1; b < known.size(); ++b)
-            inside.set(a, b, matrix.at(known[a], known[b]));
+            out.inside.set(a, b, matrix.at(known[a], known[b]));
     }
-    return mapping_cost(inside, Placement(pus), distances_) +
-           double(distances_.max()) * (matrix.total() - inside.total());
+    return out;
+}
+
+double Planner::cost(const CommMatrix& matrix, const std::vector<std::uint32_t>& cpus) const {
+    // libcdsm's mapping_cost over the tasks on the machine's PUs; a task on a CPU outside it is
+    // at the farthest distance from each partner.
+    const OnMachine m = on_machine(matrix, cpus);
+    if (m.all) return mapping_cost(matrix, Placement(m.pus), distances_);
+    return mapping_cost(m.inside, Placement(m.pus), distances_) +
+           double(distances_.max()) * (matrix.total() - m.inside.total());
+}
+
+double Planner::time_s(const CommMatrix& matrix, const std::vector<std::uint32_t>& cpus) const {
+    const OnMachine m = on_machine(matrix, cpus);
+    if (m.all) return model_.node_time_s(matrix, machine_, Placement(m.pus));
+    // Tasks outside the machine (rare: a CPU the topology lacks): the known ones by the model,
+    // plus the most one task spends with the others, each event at the node's latency (an upper
+    // bound of the largest task's sum).
+    std::vector<double> outside_us(matrix.size(), 0.0);
+    matrix.for_each_pair([&](std::size_t i, std::size_t j, CommMatrix::Value events) {
+        if (m.known[i] && m.known[j]) return;
+        const double us = static_cast<double>(events) * model_.node.latency_us;
+        outside_us[i] += us;
+        outside_us[j] += us;
+    });
+    return *std::max_element(outside_us.begin(), outside_us.end()) * 1e-6 +
+           model_.node_time_s(m.inside, machine_, Placement(m.pus));
 }
 
 double Planner::difference_noise(const CommMatrix& matrix, const std::vector<std::uint32_t>& a,
@@ -165,6 +191,8 @@ Plan Planner::plan(const CommMatrix& matrix, const std::vector<std::uint32_t>& c
     for (PuId pu : d.placement.pus()) plan.target_cpus.push_back(sub.pu(pu).os_index);
     plan.cost_before = cost(matrix, current_cpus);
     plan.cost_after = cost(matrix, plan.target_cpus);
+    plan.time_before_s = time_s(matrix, current_cpus);
+    plan.time_after_s = time_s(matrix, plan.target_cpus);
     for (std::size_t i = 0; i < current_cpus.size(); ++i) {
         plan.moved += plan.target_cpus[i] != current_cpus[i];
     }

@@ -4,6 +4,7 @@
 #include <cdsm/comm_matrix.hpp>
 #include <cdsm/distances.hpp>
 #include <cdsm/remapper.hpp>
+#include <cdsm/time_model.hpp>
 #include <cdsm/topology.hpp>
 #include <cstdint>
 #include <map>
@@ -47,10 +48,14 @@ std::string_view reason_note(MoveReason reason) noexcept;
 
 /// What plan() proposes for the tasks of one application.
 struct Plan {
-    std::vector<std::uint32_t> target_cpus;   ///< OS CPU per task
-    bool changed = false;                     ///< target differs from where the tasks run now
-    double cost_before = 0;                   ///< of the tasks where they run now
-    double cost_after = 0;                    ///< of target_cpus (= cost_before when unchanged)
+    std::vector<std::uint32_t> target_cpus;  ///< OS CPU per task
+    bool changed = false;                    ///< target differs from where the tasks run now
+    double cost_before = 0;                  ///< of the tasks where they run now
+    double cost_after = 0;                   ///< of target_cpus (= cost_before when unchanged)
+    /// The time model's prediction (TimeModel::node_time_s: each event one short message) where
+    /// the tasks run now and on target_cpus, in seconds.
+    double time_before_s = 0;
+    double time_after_s = 0;
     std::size_t moved = 0;                    ///< tasks whose CPU changes
     MoveReason why = MoveReason::kNone;       ///< why the tasks move (when `changed`)
     std::map<std::string, double> baselines;  ///< cost by mapper name, when asked for
@@ -62,10 +67,11 @@ struct Plan {
 /// computed on the whole machine's distances, so that placements inside different CPU sets compare.
 class Planner {
   public:
-    Planner(Topology machine, LevelCosts costs);
+    Planner(Topology machine, LevelCosts costs, TimeModel model = {});
 
     const Topology& machine() const noexcept { return machine_; }
     const Distances& distances() const noexcept { return distances_; }
+    const TimeModel& model() const noexcept { return model_; }
     /// The OS CPUs of the machine's usable PUs.
     std::vector<std::uint32_t> machine_cpus() const;
 
@@ -84,15 +90,30 @@ class Planner {
     /// Cost of tasks on OS CPUs, on the machine's distances (CPUs not in the machine count as
     /// the farthest distance).
     double cost(const CommMatrix& matrix, const std::vector<std::uint32_t>& cpus) const;
+    /// The time model's prediction for tasks on OS CPUs (TimeModel::node_time_s); the events
+    /// of tasks on CPUs outside the machine each at the node's latency, their largest task's
+    /// sum added (an upper bound).
+    double time_s(const CommMatrix& matrix, const std::vector<std::uint32_t>& cpus) const;
     /// Counting noise of the difference of two placements' costs on OS CPUs (libcdsm's
     /// cost_difference_noise; CPUs not in the machine at the farthest distance).
     double difference_noise(const CommMatrix& matrix, const std::vector<std::uint32_t>& a,
                             const std::vector<std::uint32_t>& b) const;
 
   private:
+    /// Tasks on OS CPUs as PUs of the machine: those on its CPUs (known), their PUs in task
+    /// order, and the matrix among them; `all` when every task is on one.
+    struct OnMachine {
+        bool all = false;
+        std::vector<bool> known;
+        std::vector<PuId> pus;
+        CommMatrix inside;
+    };
+    OnMachine on_machine(const CommMatrix& matrix, const std::vector<std::uint32_t>& cpus) const;
+
     Topology machine_;
     LevelCosts costs_;
     Distances distances_;
+    TimeModel model_;
 };
 
 }  // namespace cdsm::cdsmd

@@ -88,7 +88,7 @@ void Service::open_kernel() {
             "the module",
             *m, version());
     events_ = std::make_unique<kernel::EventListener>();
-    planner_ = std::make_unique<Planner>(Topology::from_system(), config_.costs);
+    planner_ = std::make_unique<Planner>(Topology::from_system(), config_.costs, config_.model);
     spdlog::info("machine: {} ({} PUs: {})", planner_->machine().describe(),
                  planner_->machine().pu_count(), format_cpu_list(planner_->machine_cpus()));
 }
@@ -146,13 +146,14 @@ void Service::reload_config() {
             fresh.costs.core != config_.costs.core || fresh.costs.l2 != config_.costs.l2 ||
             fresh.costs.l3 != config_.costs.l3 || fresh.costs.numa != config_.costs.numa ||
             fresh.costs.package != config_.costs.package ||
-            fresh.costs.machine != config_.costs.machine;
+            fresh.costs.machine != config_.costs.machine ||
+            fresh.model.to_json() != config_.model.to_json();
         fresh.socket = config_.socket;
         fresh.device = config_.device;
         config_ = std::move(fresh);
         spdlog::set_level(config_.log_level);
         if (costs_changed) {
-            planner_ = std::make_unique<Planner>(planner_->machine(), config_.costs);
+            planner_ = std::make_unique<Planner>(planner_->machine(), config_.costs, config_.model);
         }
         for (auto& [id, app] : apps_) app.interval.reconfigure(config_.interval);
         apply_kernel_params();

@@ -63,6 +63,8 @@ json solver_cdsmd(const json& request) {
             {"placement", {0, 2, 1, 3}},
             {"cost_before", 310},
             {"cost_after", 250},
+            {"time_before_s", 1.5e-4},
+            {"time_after_s", 1.25e-4},
             {"baselines", {{"compact", 310}, {"scatter", 400}, {"random", 380}, {"scotch", 250}}},
             {"moved", {{{"tid", 1003}, {"from", {0, 1, 2, 3}}, {"to", 2}}}},
             {"failed", {{{"tid", 1004}, {"error", "No such process"}}}},
@@ -239,6 +241,10 @@ TEST(Online, MapSendsDryRunAndAlgorithmAndPrintsTheOutcome) {
         json({{"cmd", "map"}, {"app", "solver"}, {"dry_run", true}, {"algorithm", "scatter"}}));
     EXPECT_NE(r.out.find("placement (OS PU of task 0..3): 0 2 1 3"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("cost: 310 before, 250 after"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("time (model, 1 event = 1 short message): 0.00015 s before, 0.000125 s "
+                         "after"),
+              std::string::npos)
+        << r.out;
     EXPECT_NE(r.out.find("tid 1003: CPUs 0-3 -> 2"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("tid 1004: No such process"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("applied: no"), std::string::npos) << r.out;

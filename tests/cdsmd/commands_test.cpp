@@ -304,6 +304,13 @@ TEST_F(ControlTest, TasksShowWhatCdsmdDoesWithEachTask) {
     EXPECT_EQ(whole["cells"], Json::parse("[[0,9],[9,0]]"));
     EXPECT_EQ(whole["view"], "whole");
     EXPECT_EQ(ask({{"cmd", "matrix"}, {"app", 1}, {"view", "aged"}})["cells"], m["cells"]);
+    // Where a task ran stays known after it exited (an ended Slurm step's report): last_cpu.
+    EXPECT_EQ(tasks[0]["last_cpu"], 3);
+    EXPECT_EQ(tasks[3]["last_cpu"], nullptr);  // never seen running
+    kernel.task_list[0].flags = CDSM_TASK_EXITED;
+    const Json after = ask({{"cmd", "tasks"}, {"app", 1}})["tasks"];
+    EXPECT_EQ(after[0]["cpu"], nullptr);
+    EXPECT_EQ(after[0]["last_cpu"], 3);
 }
 
 TEST_F(ControlTest, UsersMapRequestsHaveAShareOfCdsmdsTime) {

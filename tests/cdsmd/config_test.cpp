@@ -4,8 +4,11 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cdsm/error.hpp>
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 namespace cdsm::cdsmd {
@@ -136,6 +139,29 @@ TEST(Config, ErrorsNameTheFileLineAndProblem) {
         "test.toml:1: track.cgroup 'job_*' must start with '/' (relative to the cgroup2 root)");
     EXPECT_EQ(error_of("track = 3\n"), "test.toml:1: track must be written as [[track]] tables");
     EXPECT_NE(error_of("[mapping\n").find("test.toml:1: "), std::string::npos);
+}
+
+TEST(Config, TheTimeModelIsReadFromItsFile) {
+    const auto path = std::filesystem::temp_directory_path() /
+                      fmt::format("cdsmd-config-test-{}.json", ::getpid());
+    {
+        std::ofstream f(path);
+        f << R"({"schema": "cdsm-time-model/1", "node": {"latency_us": 2.5, "rate_gbs": 3}})";
+    }
+    const Config c =
+        parse_config(fmt::format("[mapping]\ntime_model = \"{}\"\n", path.string()), "t.toml");
+    EXPECT_EQ(c.model.node.latency_us, 2.5);
+    EXPECT_EQ(c.model.socket.latency_us, TimeModel{}.socket.latency_us);  // left out: default
+    {
+        std::ofstream f(path);
+        f << R"({"node": {"latency_us": -1}})";
+    }
+    const std::string e = error_of(fmt::format("[mapping]\ntime_model = \"{}\"\n", path.string()));
+    EXPECT_NE(e.find(path.string()), std::string::npos) << e;
+    std::filesystem::remove(path);
+    EXPECT_NE(error_of("[mapping]\ntime_model = \"/nonexistent/model.json\"\n")
+                  .find("/nonexistent/model.json"),
+              std::string::npos);
 }
 
 TEST(Config, ValuesOutOfRangeAreRefused) {

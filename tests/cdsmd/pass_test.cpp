@@ -598,7 +598,7 @@ TEST_P(Pass, TooFewEventsWaitAndReadNoTaskFiles) {
     config.min_events = std::numeric_limits<std::uint32_t>::max();
     const Json d = run();
     EXPECT_NE(d["skipped"].get<std::string>().find("mapping.min_events is"), std::string::npos);
-    EXPECT_TRUE(app.tasks.empty());  // /proc not read
+    EXPECT_TRUE(app.tasks.empty());  // nothing read to place (only each new task's CPU, once)
     EXPECT_FALSE(app.planned);
     EXPECT_EQ(d["interval_ms"], config.interval.min_ms);
 }
@@ -773,6 +773,46 @@ TEST_P(Pass, MpiRanksArePlacedButNotTheLauncherNorIdleHelpers) {
     EXPECT_EQ(ranks, 4u);
     EXPECT_GE(launchers, 1u);
     EXPECT_EQ(placed().size(), 4u);
+}
+
+TEST_P(Pass, APassKeepsWhereEachTaskLastRan) {
+    // For an ended Slurm step's report (tasks: last_cpu): the CPU of every live task the pass
+    // read, the ranks' among them, before placing.
+    start("mpi-ring-bound");
+    std::map<pid_t, std::uint32_t> before;
+    for (const cdsm_task_info& t : system->tasks(1))
+        if (!(t.flags & CDSM_TASK_EXITED) && system->affinity(t.tid))
+            before[t.tid] = system->cpu(t.tid);
+    run();
+    ASSERT_FALSE(app.last_cpu.empty());
+    std::size_t ranks = 0;
+    for (const auto& [tid, cpu] : app.last_cpu) {
+        ASSERT_TRUE(before.count(tid)) << tid;
+        EXPECT_EQ(cpu, before.at(tid)) << tid;
+        const auto env = app.env_by_tgid.find(tid);
+        ranks += env != app.env_by_tgid.end() && env->second.facts.rank;
+    }
+    EXPECT_EQ(ranks, 4u);
+}
+
+TEST_P(Pass, APassWithTooFewEventsNotesOnlyNewTasksCpus) {
+    // Below min_events a pass reads no task, but a task it has not seen run gets its CPU once.
+    config.min_events = 1u << 30;
+    start("mpi-ring-bound");
+    const cdsm_task_info first = system->tasks(1).front();
+    app.last_cpu[first.tid] = 99;  // seen before: not read again
+    const Json d = run();
+    EXPECT_TRUE(d.contains("skipped")) << d.dump();
+    EXPECT_EQ(app.last_cpu.at(first.tid), 99u);
+    std::size_t noted = 0;
+    for (const cdsm_task_info& t : system->tasks(1)) {
+        if (t.tid == first.tid || (t.flags & CDSM_TASK_EXITED) || !system->affinity(t.tid))
+            continue;
+        ASSERT_TRUE(app.last_cpu.count(t.tid)) << t.tid;
+        EXPECT_EQ(app.last_cpu.at(t.tid), system->cpu(t.tid)) << t.tid;
+        ++noted;
+    }
+    EXPECT_GE(noted, 4u);
 }
 
 TEST_P(Pass, ARuleBreakIsRepairedOnceEventsSinceItWasSeenCame) {

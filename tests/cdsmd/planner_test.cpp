@@ -212,5 +212,31 @@ TEST(Planner, CostCountsUnknownCpusAsFarthest) {
     EXPECT_DOUBLE_EQ(p.cost(m, {0, 99}), 10.0 * p.distances().max());
 }
 
+TEST(Planner, ThePlanHasTheTimeModelsPredictionBesideTheCost) {
+    // The ring's 4 tasks on two packages' cores, then where the plan puts them: the time model
+    // (TimeModel::node_time_s, each event one short message) before and after, with the model
+    // cdsmd was given.
+    const Topology machine = Topology::from_synthetic("pack:2 core:2 pu:2");
+    TimeModel slow;
+    slow.socket.latency_us = 1;
+    slow.node.latency_us = 10;
+    const Planner p(machine, LevelCosts{}, slow);
+    const CommMatrix m = ring4();
+    const std::vector<std::uint32_t> spread = {0, 2, 4, 6};  // every ring pair across packages
+    const Plan plan = p.plan(m, spread, pinned(spread), p.machine_cpus(), "scotch", kPaperOptions);
+    std::vector<PuId> before, after;
+    for (std::uint32_t c : spread) before.push_back(*machine.find_os_index(c));
+    for (std::uint32_t c : plan.target_cpus) after.push_back(*machine.find_os_index(c));
+    EXPECT_DOUBLE_EQ(plan.time_before_s, slow.node_time_s(m, machine, Placement(before)));
+    EXPECT_DOUBLE_EQ(plan.time_before_s, 2 * 100 * 10e-6);  // each task: 2 partners x 100
+    EXPECT_DOUBLE_EQ(plan.time_after_s, slow.node_time_s(m, machine, Placement(after)));
+    EXPECT_LT(plan.time_after_s, plan.time_before_s);
+    // A CPU the machine lacks: its events at the node's latency (the known tasks' on top).
+    CommMatrix two(2);
+    two.set(0, 1, 10);
+    EXPECT_DOUBLE_EQ(p.time_s(two, {0, 99}), 10 * 10e-6);
+    EXPECT_DOUBLE_EQ(p.time_s(two, {0, 1}), 10 * 1e-6);
+}
+
 }  // namespace
 }  // namespace cdsm::cdsmd

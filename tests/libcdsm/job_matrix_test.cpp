@@ -113,6 +113,20 @@ TEST(JobMatrix, CpusUnknownAfterTheTasksExitedAreSaid) {
     EXPECT_THAT(job.missing.back(), HasSubstr("2 rank(s) have no known CPU"));
 }
 
+TEST(JobMatrix, AnEndedStepsRanksAreWhereCdsmdLastSawThem) {
+    // A Slurm report's matrix, taken after the step ended: no task runs (cpu null), cdsmd's
+    // last_cpu says where each ran; a live task's cpu wins over it.
+    auto reply = node_matrix_reply(0, 1, 0, 1);
+    for (auto& t : reply["tasks"]) t["last_cpu"] = t["cpu"], t["cpu"] = nullptr;
+    reply["tasks"][0]["cpu"] = 2;  // rank 1 runs: its cpu, not its last_cpu (1)
+    std::vector<cdsm::NodeMatrix> nodes{cdsm::node_matrix_from_json(reply, "n1", "n1.json")};
+    nodes[0].topology = cdsm::Topology::from_synthetic("pack:2 core:2 pu:2");
+    const cdsm::JobMatrix job = cdsm::merge_job_matrix(nullptr, nodes);
+    EXPECT_EQ(job.cpu_of_rank, (std::vector<std::optional<std::uint32_t>>{0u, 2u}));
+    EXPECT_EQ(job.level(0, 1), cdsm::PairLevel::kPackage);  // PUs 0 and 2: two cores of one
+    EXPECT_EQ(cdsm::job_matrix_json(job, "x").at("cpus"), json::parse("[0,2]"));
+}
+
 TEST(JobMatrix, BadInputIsRefused) {
     const cdsm::RankTraffic ring = cdsm::read_monitoring(kMonitoringDir / "ring4");
     // Rank 1 on two nodes.
