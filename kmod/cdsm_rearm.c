@@ -179,19 +179,17 @@ static bool cdsm_vma_eligible(struct vm_area_struct *vma, bool threaded)
 /*
  * Where the walk goes on when no page table maps @addr of @mm below @end: the
  * end of the empty PGD, P4D, PUD or PMD entry's range; 0 when a PMD maps
- * @addr (*@huge: a huge page). Reads the entries without their locks; the
- * mmap lock held for read keeps the tables above the PTEs. A stale answer
- * only moves one piece of a pass.
+ * @addr. Reads the entries without their locks; the mmap lock held for read
+ * keeps the tables above the PTEs. A stale answer only moves one piece of a
+ * pass.
  */
 static unsigned long cdsm_unmapped_end(struct mm_struct *mm, unsigned long addr,
-				       unsigned long end, bool *huge)
+				       unsigned long end)
 {
 	pgd_t *pgd = pgd_offset(mm, addr);
 	p4d_t *p4d;
 	pud_t *pud;
-	pmd_t pmd;
 
-	*huge = false;
 	if (pgd_none(READ_ONCE(*pgd)))
 		return pgd_addr_end(addr, end);
 	p4d = p4d_offset(pgd, addr);
@@ -200,10 +198,8 @@ static unsigned long cdsm_unmapped_end(struct mm_struct *mm, unsigned long addr,
 	pud = pud_offset(p4d, addr);
 	if (pud_none(READ_ONCE(*pud)) || pud_leaf(READ_ONCE(*pud)))
 		return pud_addr_end(addr, end);
-	pmd = READ_ONCE(*pmd_offset(pud, addr));
-	if (pmd_none(pmd))
+	if (pmd_none(READ_ONCE(*pmd_offset(pud, addr))))
 		return pmd_addr_end(addr, end);
-	*huge = pmd_trans_huge(pmd);
 	return 0;
 }
 
@@ -250,7 +246,6 @@ static unsigned long cdsm_rearm_mm(struct mm_struct *mm, struct cdsm_task *t,
 			unsigned long start = max(addr, win + (off << PAGE_SHIFT));
 			unsigned long end = min(vma->vm_end, win + ((off + chunk) << PAGE_SHIFT));
 			unsigned long next;
-			bool huge;
 
 			if (start >= end) {
 				/* This window's chunk is behind the cursor or past the VMA. */
@@ -258,17 +253,18 @@ static unsigned long cdsm_rearm_mm(struct mm_struct *mm, struct cdsm_task *t,
 				hops--;
 				continue;
 			}
-			next = cdsm_unmapped_end(mm, start, vma->vm_end, &huge);
+			next = cdsm_unmapped_end(mm, start, vma->vm_end);
 			if (next) {
 				addr = next;
 				hops--;
 				continue;
 			}
-			/* Never split a huge page: it is re-armed whole. */
-			if (huge) {
-				start = max(vma->vm_start, start & PMD_MASK);
-				end = min(vma->vm_end, (start & PMD_MASK) + PMD_SIZE);
-			}
+			/*
+			 * A piece within a transparent huge page splits it
+			 * (change_pmd_range()), as the kernel's scanner does
+			 * at the ends of its ranges; arming it whole would
+			 * spend up to 512 pages of budget at once.
+			 */
 			visits--;
 			n = cdsm_change_prot_numa(vma, start, end);
 			addr = max(end, min(vma->vm_end, win + window));
