@@ -37,7 +37,7 @@ slurm_addr=10.77.0.1
 slurm_start() {
 	if [[ -e $slurm_dir || -n $(slurm_procs) ]]; then
 		echo "slurm_start: a cluster before this one was not stopped (slurm_stop):" \
-			"$(ls "$slurm_dir" 2>/dev/null) $(slurm_procs | tr '\n' ';')" >&2
+			"$(cd "$slurm_dir" 2>/dev/null && echo * '')$(slurm_procs | tr '\n' ';')" >&2
 		return 1
 	fi
 	if modprobe dummy 2>/dev/null && ip link add cdsm0 type dummy 2>/dev/null; then
