@@ -6,7 +6,8 @@
 #
 # slurm_start [PLUGSTACK_LINE...]   starts the three daemons and waits until the node is idle;
 #                                   each argument is a line of plugstack.conf
-# slurm_stop                        stops them
+# slurm_stop                        stops them and removes what slurm_start and slurm_user
+#                                   made (another cluster can start in the same guest)
 # slurm_user NAME UID               adds a user (in the guest only) for jobs of two users
 # Sets SLURM_CONF for the test's own srun/sbatch/squeue.
 slurm_dir=/run/cdsm-slurm
@@ -34,6 +35,11 @@ slurm_user() {
 slurm_addr=10.77.0.1
 
 slurm_start() {
+	if [[ -e $slurm_dir || -n $(slurm_procs) ]]; then
+		echo "slurm_start: a cluster before this one was not stopped (slurm_stop):" \
+			"$(cd "$slurm_dir" 2>/dev/null && echo * '')$(slurm_procs | tr '\n' ';')" >&2
+		return 1
+	fi
 	if modprobe dummy 2>/dev/null && ip link add cdsm0 type dummy 2>/dev/null; then
 		ip addr add "$slurm_addr/24" dev cdsm0
 		ip link set cdsm0 up
@@ -128,9 +134,38 @@ slurm_wait_idle() {
 	done
 }
 
+# The live processes of Slurm and munged (a zombie, reaped soon by the guest's init, is none).
+slurm_procs() {
+	ps -eo pid=,stat=,comm= | awk '$2 !~ /^Z/ && $3 ~ /^(slurmctld|slurmd|slurmstepd|munged)$/'
+}
+
+# Leaves the guest as slurm_start found it, so that the next test in the same guest
+# (tests/vm/each) starts a cluster of its own from nothing: waits up to 120 s for the jobs to
+# leave squeue (a cancelled job's steps end, their reports written), stops the daemons and waits
+# up to 120 s for them and any slurmstepd to exit (what is left then is killed, with its jobs'
+# processes, and named), unbinds the guest's passwd and group (slurm_user), removes the node's
+# address, the jobs' empty cgroups and $slurm_dir (no job ids, saved state or logs carried over).
 slurm_stop() {
+	local deadline=$((SECONDS + 120)) f
+	while [[ -n $(squeue -h -o %i 2>/dev/null) ]] && ((SECONDS < deadline)); do sleep 0.5; done
 	scontrol shutdown 2>/dev/null || true
 	pkill -x slurmd || true
+	deadline=$((SECONDS + 120))
+	while slurm_procs | grep -qv ' munged$' && ((SECONDS < deadline)); do sleep 0.2; done
 	munged --stop 2>/dev/null || pkill -x munged || true
-	ip link del cdsm0 2>/dev/null || true
+	while [[ -n $(slurm_procs) ]] && ((SECONDS < deadline)); do sleep 0.2; done
+	if [[ -n $(slurm_procs) ]]; then
+		echo "slurm_stop: still running after 120 s, killed: $(slurm_procs | tr '\n' ';')" >&2
+		for f in /sys/fs/cgroup/system.slice/*slurmstepd.scope/cgroup.kill; do
+			[[ -e $f ]] && echo 1 >"$f"
+		done
+		pkill -KILL -x 'slurmctld|slurmd|slurmstepd|munged' || true
+		while [[ -n $(slurm_procs) ]]; do sleep 0.2; done
+	fi
+	for f in passwd group; do
+		[[ ! -e $slurm_dir/etc/$f ]] || umount "/etc/$f"
+	done
+	ip link del cdsm0 2>/dev/null || ip addr del "$slurm_addr/32" dev lo 2>/dev/null || true
+	find /sys/fs/cgroup/system.slice -mindepth 1 -depth -type d -exec rmdir {} + 2>/dev/null || true
+	rm -rf "$slurm_dir"
 }
