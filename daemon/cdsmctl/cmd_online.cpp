@@ -43,6 +43,15 @@ std::string slurm_job(const nlohmann::json& app) {
         s.contains("step") && s["step"].is_string() ? s["step"].get<std::string>() : "?");
 }
 
+// The time model's prediction for the placement in use and the best one, "CURRENT/BEST" in
+// seconds (3 significant digits); "-" from a cdsmd that sends none.
+std::string model_times(const nlohmann::json& app) {
+    const auto& current = field(app, "time_current_s");
+    const auto& best = field(app, "time_best_s");
+    if (!current.is_number() || !best.is_number()) return "-";
+    return fmt::format("{:.3g}/{:.3g}", current.get<double>(), best.get<double>());
+}
+
 }  // namespace
 
 nlohmann::json app_argument(const std::string& app) {
@@ -59,7 +68,7 @@ int list_apps(CdsmdClient& client, bool json, std::ostream& out) {
         return 0;
     }
     Table table({"ID", "NAME", "KIND", "MODE", "JOB", "UID", "PID/CGROUP", "TASKS", "EVENTS",
-                 "COST", "BEST", "MIGR", "INTERVAL", "STATE"});
+                 "COST", "BEST", "TIME_S", "MIGR", "INTERVAL", "STATE"});
     for (const auto& a : field(reply, "apps")) {
         const bool ended = field(a, "ended") == true;
         const bool by_cgroup = a.contains("cgroup") && a["cgroup"].is_string();
@@ -69,7 +78,7 @@ int list_apps(CdsmdClient& client, bool json, std::ostream& out) {
              by_cgroup ? a["cgroup"].get<std::string>() : cell(field(a, "root_pid")),
              fmt::format("{}/{}", cell(field(a, "nr_live_tasks")), cell(field(a, "nr_tasks"))),
              cell(field(a, "events")), cell(field(a, "cost_current")), cell(field(a, "cost_best")),
-             cell(field(a, "migrations")),
+             model_times(a), cell(field(a, "migrations")),
              field(a, "interval_ms").is_number() ? cell(field(a, "interval_ms")) + "ms" : "-",
              ended ? "ended after " + seconds_since(field(a, "start_ns"), field(a, "end_ns"))
                    : "running"});

@@ -43,11 +43,13 @@ json matrix_reply() {
 }
 
 json app_entry() {
-    return {{"app_id", 7},          {"name", "solver"}, {"comm", "solver"}, {"kind", "pid"},
-            {"uid", 1000},          {"root_pid", 1000}, {"nr_tasks", 4},    {"nr_live_tasks", 4},
-            {"ended", false},       {"start_ns", 1e9},  {"end_ns", 0},      {"events", 12345},
-            {"cost_current", 310},  {"cost_best", 250}, {"migrations", 2},  {"interval_ms", 150},
-            {"last_mapped_ns", 2e9}};
+    return {{"app_id", 7},           {"name", "solver"},      {"comm", "solver"},
+            {"kind", "pid"},         {"uid", 1000},           {"root_pid", 1000},
+            {"nr_tasks", 4},         {"nr_live_tasks", 4},    {"ended", false},
+            {"start_ns", 1e9},       {"end_ns", 0},           {"events", 12345},
+            {"cost_current", 310},   {"cost_best", 250},      {"migrations", 2},
+            {"interval_ms", 150},    {"last_mapped_ns", 2e9}, {"time_current_s", 1.5e-4},
+            {"time_best_s", 1.25e-4}};
 }
 
 // A fake cdsmd that knows application 7, "solver", and nothing else.
@@ -97,9 +99,10 @@ TEST(Online, ListAsTableAndAsJson) {
     const auto rows = lines(text.out);
     ASSERT_EQ(rows.size(), 2u) << text.out;
     EXPECT_EQ(rows[0].rfind("ID", 0), 0u);
-    for (const char* cell :
-         {"7", "solver", "pid", "4/4", "12345", "310", "250", "150ms", "running"})
+    for (const char* cell : {"7", "solver", "pid", "4/4", "12345", "310", "250", "0.00015/0.000125",
+                             "150ms", "running"})
         EXPECT_NE(rows[1].find(cell), std::string::npos) << cell << " in " << rows[1];
+    EXPECT_NE(rows[0].find(" TIME_S "), std::string::npos) << rows[0];
 
     const Result j = ask(daemon, {"list", "--json"});
     ASSERT_EQ(j.status, 0) << j.err;
