@@ -2,8 +2,13 @@
 #include "calibrate.hpp"
 
 #include <fmt/format.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
 #include <sched.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,6 +22,7 @@
 #include <vector>
 
 #include "cdsm/error.hpp"
+#include "cdsm/fd.hpp"
 #include "cdsm/time_model.hpp"
 #include "cdsm/topology.hpp"
 #include "output.hpp"
@@ -150,14 +156,206 @@ std::optional<std::pair<std::uint32_t, std::uint32_t>> pair_at(const cdsm::Topol
     return std::nullopt;
 }
 
+// ---- the network: a TCP ping-pong between two nodes -------------------------------------------
+//
+// The peer (--peer) connects to the server (--serve) and sends a header: the magic, then the
+// round trips per batch, the batches, the bytes per copy and the copies (each a 64-bit number in
+// network order). Then each round trip is 8 bytes there and 8 back; each copy `bytes` there and
+// one byte back. What Open MPI's tcp transport sees between these two nodes, not an RDMA
+// network's (docs/cluster.md).
+
+constexpr char kMagic[8] = {'C', 'D', 'S', 'M', 'C', 'A', 'L', '1'};
+constexpr int kNetBatches = 9, kNetCopies = 8;
+
+// HOST:PORT or [V6]:PORT; for --serve, PORT alone means every address.
+std::pair<std::string, std::string> split_address(const std::string& text, bool host_optional,
+                                                  const char* option) {
+    const auto colon = text.rfind(':');
+    std::string host, port;
+    if (colon == std::string::npos) {
+        port = text;
+    } else {
+        host = text.substr(0, colon);
+        port = text.substr(colon + 1);
+        if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+            host = host.substr(1, host.size() - 2);
+    }
+    const bool numeric = !port.empty() && port.size() <= 5 &&
+                         port.find_first_not_of("0123456789") == std::string::npos &&
+                         std::stoul(port) <= 65535;
+    if (!numeric || (host.empty() && !host_optional))
+        throw cdsm::Error(option, fmt::format("'{}' is not {}", text,
+                                              host_optional ? "[ADDR:]PORT" : "HOST:PORT"));
+    return {host, port};
+}
+
+void send_all(int fd, const void* data, std::size_t size) {
+    const auto* p = static_cast<const char*>(data);
+    while (size > 0) {
+        const ssize_t n = send(fd, p, size, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) throw cdsm::Error("network ping-pong", std::strerror(errno));
+        p += n;
+        size -= static_cast<std::size_t>(n);
+    }
+}
+
+void recv_all(int fd, void* data, std::size_t size) {
+    auto* p = static_cast<char*>(data);
+    while (size > 0) {
+        const ssize_t n = recv(fd, p, size, 0);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) throw cdsm::Error("network ping-pong", std::strerror(errno));
+        if (n == 0) throw cdsm::Error("network ping-pong", "the other side closed the connection");
+        p += n;
+        size -= static_cast<std::size_t>(n);
+    }
+}
+
+void no_delay(int fd) {
+    const int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+std::uint64_t to_net(std::uint64_t v) {
+    return htobe64(v);
+}
+std::uint64_t from_net(std::uint64_t v) {
+    return be64toh(v);
+}
+
+// --serve: answers one peer, then returns.
+void serve_one(const std::string& address, unsigned timeout_s, std::ostream& out) {
+    const auto [host, port] = split_address(address, true, "--serve");
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = AI_PASSIVE;
+    addrinfo* found = nullptr;
+    if (const int rc =
+            getaddrinfo(host.empty() ? nullptr : host.c_str(), port.c_str(), &hints, &found);
+        rc != 0)
+        throw cdsm::Error("--serve " + address, gai_strerror(rc));
+    cdsm::Fd listener;
+    std::string error = "no address";
+    // Without a host: IPv6's any address first, which takes IPv4 peers too.
+    for (addrinfo* a = found; a && !listener; a = a->ai_next) {
+        cdsm::Fd fd(socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol));
+        const int one = 1;
+        if (fd) setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+        if (fd && bind(fd.get(), a->ai_addr, a->ai_addrlen) == 0 && listen(fd.get(), 1) == 0)
+            listener = std::move(fd);
+        else
+            error = std::strerror(errno);
+    }
+    freeaddrinfo(found);
+    if (!listener) throw cdsm::Error("--serve " + address, error);
+    out << "serving one network ping-pong on " << address << '\n' << std::flush;
+    pollfd p{listener.get(), POLLIN, 0};
+    const int ready = poll(&p, 1, static_cast<int>(timeout_s) * 1000);
+    if (ready == 0)
+        throw cdsm::Error("--serve " + address,
+                          fmt::format("no peer connected within {} s", timeout_s));
+    cdsm::Fd conn(accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    if (!conn) throw cdsm::Error("--serve " + address, std::strerror(errno));
+    no_delay(conn.get());
+    char magic[8];
+    std::uint64_t header[4];
+    recv_all(conn.get(), magic, sizeof(magic));
+    if (std::memcmp(magic, kMagic, sizeof(magic)) != 0)
+        throw cdsm::Error("--serve " + address, "the peer is not cdsmctl calibrate --peer");
+    recv_all(conn.get(), header, sizeof(header));
+    const std::uint64_t round_trips = from_net(header[0]), batches = from_net(header[1]),
+                        bytes = from_net(header[2]), copies = from_net(header[3]);
+    if (round_trips > 10000000 || batches > 100 || bytes > (1u << 30) || copies > 100)
+        throw cdsm::Error("--serve " + address, "the peer asked for too much");
+    std::uint64_t word = 0;
+    for (std::uint64_t i = 0; i < round_trips * batches; ++i) {
+        recv_all(conn.get(), &word, sizeof(word));
+        send_all(conn.get(), &word, sizeof(word));
+    }
+    std::vector<char> buffer(bytes);
+    for (std::uint64_t c = 0; c < copies; ++c) {
+        recv_all(conn.get(), buffer.data(), buffer.size());
+        send_all(conn.get(), "k", 1);
+    }
+    out << "answered " << round_trips * batches << " round trips and " << copies << " copies of "
+        << bytes << " bytes\n";
+}
+
+// --peer: the network's latency (half the median round trip of 8 bytes, over batches) and rate
+// (`bytes` sent and acknowledged, the median of the copies).
+Measured ping_pong_network(const std::string& address, std::size_t round_trips, std::size_t bytes) {
+    const auto [host, port] = split_address(address, false, "--peer");
+    addrinfo hints{};
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    if (const int rc = getaddrinfo(host.c_str(), port.c_str(), &hints, &found); rc != 0)
+        throw cdsm::Error("--peer " + address, gai_strerror(rc));
+    cdsm::Fd conn;
+    std::string error = "no address";
+    // A server started at the same moment (two srun tasks, a script) may not listen yet: refused
+    // connections are tried again for 10 s.
+    const auto give_up = Clock::now() + std::chrono::seconds(10);
+    for (bool refused = true; !conn && refused;) {
+        refused = false;
+        for (addrinfo* a = found; a && !conn; a = a->ai_next) {
+            cdsm::Fd fd(socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol));
+            if (fd && connect(fd.get(), a->ai_addr, a->ai_addrlen) == 0) {
+                conn = std::move(fd);
+            } else {
+                refused |= errno == ECONNREFUSED;
+                error = std::strerror(errno);
+            }
+        }
+        refused &= Clock::now() < give_up;
+        if (!conn && refused) usleep(100000);
+    }
+    freeaddrinfo(found);
+    if (!conn)
+        throw cdsm::Error("--peer " + address,
+                          error + " (is cdsmctl calibrate --serve running there?)");
+    no_delay(conn.get());
+    const std::uint64_t header[4] = {to_net(round_trips), to_net(kNetBatches), to_net(bytes),
+                                     to_net(kNetCopies)};
+    send_all(conn.get(), kMagic, sizeof(kMagic));
+    send_all(conn.get(), header, sizeof(header));
+    std::vector<double> rtts;
+    for (int batch = 0; batch < kNetBatches; ++batch) {
+        const auto start = Clock::now();
+        for (std::uint64_t i = 0; i < round_trips; ++i) {
+            std::uint64_t word = i, back = 0;
+            send_all(conn.get(), &word, sizeof(word));
+            recv_all(conn.get(), &back, sizeof(back));
+            if (back != word) throw cdsm::Error("--peer " + address, "the answer was garbled");
+        }
+        rtts.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count() /
+                       static_cast<double>(round_trips));
+    }
+    std::sort(rtts.begin(), rtts.end());
+    std::vector<char> buffer(bytes, 'x');
+    std::vector<double> rates;
+    for (int c = 0; c < kNetCopies; ++c) {
+        const auto start = Clock::now();
+        send_all(conn.get(), buffer.data(), buffer.size());
+        char ack = 0;
+        recv_all(conn.get(), &ack, 1);
+        const double s = std::chrono::duration<double>(Clock::now() - start).count();
+        rates.push_back(static_cast<double>(bytes) / s / 1e9);
+    }
+    std::sort(rates.begin(), rates.end());
+    return {rtts[rtts.size() / 2] / 2, rates[rates.size() / 2]};
+}
+
 }  // namespace
 
 void add_calibrate(CLI::App& app, CalibrateOptions& o) {
     auto* cmd = app.add_subcommand(
         "calibrate",
         "Measure the time model's latency and rate within a socket and between sockets on "
-        "this node (pinned ping-pongs through shared memory) and write the model file that "
-        "cdsmctl cluster-map and map read");
+        "this node (pinned ping-pongs through shared memory), and between nodes with --peer "
+        "(TCP), and write the model file that cdsmctl cluster-map and map read");
     cmd->add_option("-o,--output", o.output,
                     std::string("The model file to write (default: ") +
                         std::string(cdsm::kDefaultTimeModelPath) + "; '-' for stdout only)");
@@ -171,12 +369,29 @@ void add_calibrate(CLI::App& app, CalibrateOptions& o) {
         ->check(CLI::Range(64, 1 << 30))
         ->capture_default_str();
     cmd->add_flag("--json", o.json, "Print the model written (cdsm-time-model/1)");
+    auto* peer = cmd->add_option("--peer", o.peer,
+                                 "Also measure the network: a TCP ping-pong with `cdsmctl "
+                                 "calibrate --serve` on another node (HOST:PORT; a refused "
+                                 "connection is tried again for 10 s)");
+    auto* serve = cmd->add_option("--serve", o.serve,
+                                  "Measure nothing: answer one --peer's network ping-pong on "
+                                  "[ADDR:]PORT, then exit");
+    serve->excludes(peer);
+    cmd->add_option("--serve-timeout", o.serve_timeout_s, "Seconds --serve waits for its peer")
+        ->check(CLI::Range(1, 86400))
+        ->capture_default_str();
     cmd->footer(
-        "\nBetween nodes nothing is measured here: the network's figures stay the base "
-        "model's (docs/cluster.md).\n");
+        "\nBetween nodes: run `cdsmctl calibrate --serve PORT` on one node and `cdsmctl "
+        "calibrate --peer NODE:PORT` on another; the network's figures are then those of TCP "
+        "between them (Open MPI's tcp transport), not of an RDMA network. Without --peer they "
+        "stay the base model's (docs/cluster.md).\n");
 }
 
 int calibrate(const CalibrateOptions& o, std::ostream& out) {
+    if (!o.serve.empty()) {
+        serve_one(o.serve, o.serve_timeout_s, out);
+        return 0;
+    }
     cdsm::TimeModel model = o.base.empty() ? cdsm::TimeModel{} : cdsm::TimeModel::from_file(o.base);
     const cdsm::Topology topology = cdsm::Topology::from_system();
     nlohmann::json measured = nlohmann::json::object();
@@ -200,6 +415,18 @@ int calibrate(const CalibrateOptions& o, std::ostream& out) {
     };
     level("socket", cdsm::LevelKind::kPackage, model.socket);
     level("node", cdsm::LevelKind::kMachine, model.node);
+    if (!o.peer.empty()) {
+        // TCP round trips cost tens of microseconds: a tenth of the shared-memory ones.
+        const std::size_t round_trips = std::max<std::size_t>(1, o.round_trips / 10);
+        const Measured m = ping_pong_network(o.peer, round_trips, o.bytes);
+        model.network = {m.latency_us, m.rate_gbs};
+        measured["network"] = {{"peer", o.peer},
+                               {"round_trips", round_trips},
+                               {"latency_us", m.latency_us},
+                               {"rate_gbs", m.rate_gbs}};
+        lines.push_back(fmt::format("{:<7} peer {} (TCP): {:.3g} us, {:.3g} GB/s", "network",
+                                    o.peer, m.latency_us, m.rate_gbs));
+    }
     model.validate("the measured model");
     nlohmann::json doc = model.to_json();
     char host[256] = "";
@@ -221,8 +448,10 @@ int calibrate(const CalibrateOptions& o, std::ostream& out) {
         return 0;
     }
     for (const auto& l : lines) out << l << '\n';
-    out << "network not measured here: " << model.network.latency_us << " us, "
-        << model.network.rate_gbs << " GB/s (" << (o.base.empty() ? "default" : o.base) << ")\n";
+    if (o.peer.empty())
+        out << "network not measured (no --peer): " << model.network.latency_us << " us, "
+            << model.network.rate_gbs << " GB/s (" << (o.base.empty() ? "default" : o.base)
+            << ")\n";
     out << "written: " << path << '\n';
     return 0;
 }

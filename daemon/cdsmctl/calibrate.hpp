@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 // cdsmctl calibrate: the time model's figures (docs/cluster.md) measured on this node by pinned
 // ping-pongs through shared memory: within a socket (two cores of one package) and between two
-// sockets, when the machine has them. Levels it cannot measure keep their defaults.
+// sockets, when the machine has them; with --peer, the network by a TCP ping-pong with
+// `cdsmctl calibrate --serve` on another node. Levels it cannot measure keep their defaults.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -17,6 +18,9 @@ struct CalibrateOptions {
     std::size_t round_trips = 2000;
     std::size_t bytes = 1 << 20;
     bool json = false;
+    std::string serve;  ///< --serve [ADDR:]PORT: answer one peer's network ping-pong, then exit
+    std::string peer;   ///< --peer HOST:PORT: measure the network against a --serve
+    unsigned serve_timeout_s = 120;
 };
 
 void add_calibrate(CLI::App& app, CalibrateOptions& options);

@@ -3,8 +3,12 @@
 // that libcdsm's reader takes, with positive figures; bad model files are refused clearly.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <fstream>
+#include <thread>
 
 #include "cdsm/error.hpp"
 #include "cdsm/time_model.hpp"
@@ -62,6 +66,68 @@ TEST(Calibrate, KeepsTheBaseModelsOtherFiguresAndRefusesBadOnes) {
                  "--node-topology", "pack:1 core:2 pu:1", "--time-model", broken});
     EXPECT_EQ(unparsed.status, 1);
     EXPECT_THAT(unparsed.err, HasSubstr(broken + ": is not valid JSON"));
+}
+
+// A port nothing listens on now (the kernel's choice for a socket bound to port 0).
+int free_port() {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a));
+    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+// Between two nodes: --peer measures the network against --serve (here both on this machine,
+// through the loopback), the other figures measured or kept as without it.
+TEST(Calibrate, MeasuresTheNetworkAgainstAServingPeer) {
+    TempDir dir;
+    const std::string address = "127.0.0.1:" + std::to_string(free_port());
+    Result served;
+    std::thread server([&] {
+        served = cdsmctl({"calibrate", "--serve", address, "--serve-timeout", "60"});
+    });
+    const std::string path = (dir.path() / "model.json").string();
+    const Result r = cdsmctl({"calibrate", "--peer", address, "--output", path, "--round-trips",
+                              "100", "--bytes", "65536"});
+    server.join();
+    ASSERT_EQ(r.status, 0) << r.err;
+    ASSERT_EQ(served.status, 0) << served.err;
+    EXPECT_THAT(served.out, HasSubstr("answered 90 round trips and 8 copies of 65536 bytes"));
+    EXPECT_THAT(r.out, HasSubstr("network peer " + address + " (TCP): "));
+    const cdsm::TimeModel model = cdsm::TimeModel::from_file(path);
+    EXPECT_GT(model.network.latency_us, 0);
+    EXPECT_GT(model.network.rate_gbs, 0);
+    std::ifstream in(path);
+    const auto network = nlohmann::json::parse(in).at("calibrated").at("levels").at("network");
+    EXPECT_EQ(network.at("peer"), address);
+    EXPECT_EQ(network.at("latency_us"), model.network.latency_us);
+    EXPECT_EQ(network.at("round_trips"), 10);
+}
+
+TEST(Calibrate, NetworkErrorsAreClear) {
+    TempDir dir;
+    const std::string path = (dir.path() / "model.json").string();
+    const std::string address = "127.0.0.1:" + std::to_string(free_port());
+    const Result refused = cdsmctl({"calibrate", "--peer", address, "--output", path,
+                                    "--round-trips", "10", "--bytes", "4096"});
+    EXPECT_EQ(refused.status, 1);
+    EXPECT_THAT(refused.err, HasSubstr("--peer " + address +
+                                       ": Connection refused (is cdsmctl "
+                                       "calibrate --serve running there?)"));
+    EXPECT_FALSE(std::filesystem::exists(path));  // nothing written
+    const Result bad = cdsmctl({"calibrate", "--peer", "nohost", "--output", path});
+    EXPECT_EQ(bad.status, 1);
+    EXPECT_THAT(bad.err, HasSubstr("--peer: 'nohost' is not HOST:PORT"));
+    const Result lonely = cdsmctl({"calibrate", "--serve", address, "--serve-timeout", "1"});
+    EXPECT_EQ(lonely.status, 1);
+    EXPECT_THAT(lonely.err, HasSubstr("no peer connected within 1 s"));
+    const Result both = cdsmctl({"calibrate", "--serve", "1", "--peer", "a:1"});
+    EXPECT_EQ(both.status, 2);
+    EXPECT_THAT(both.err, HasSubstr("--peer excludes --serve"));
 }
 
 // The node-level map shows the model's time beside the cost: each event a short message at its
