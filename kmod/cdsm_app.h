@@ -45,6 +45,8 @@ struct user_namespace;
  *			process (used on the first task of each process).
  * @rearm_credit_mpages: re-arming budget not yet spent, in 1/1000 pages;
  *			negative after a step armed more than its budget.
+ * @rearm_pass:		re-arming passes over its process so far: the
+ *			offset of the pieces re-armed in each window.
  */
 struct cdsm_task {
 	struct hlist_node hnode;
@@ -59,6 +61,7 @@ struct cdsm_task {
 	kuid_t euid;
 	unsigned long rearm_next_addr;
 	s64 rearm_credit_mpages;
+	unsigned long rearm_pass;
 };
 
 /*

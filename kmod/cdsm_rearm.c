@@ -5,7 +5,11 @@
  * second; the walk resumes where the last one stopped and covers only
  * memory that can carry communication: shared mappings, and private
  * anonymous memory of multi-threaded processes; never code, VM_IO,
- * VM_PFNMAP, VM_MIXEDMAP or hugetlb.
+ * VM_PFNMAP, VM_MIXEDMAP or hugetlb. It is strided (see CDSM_REARM_SPREAD):
+ * each pass re-arms a small piece of every window of that memory, so that
+ * every region is re-armed within a pass rather than once per sweep over
+ * the whole memory; threads share page tables, and a page they share faults
+ * again only when re-armed.
  *
  * Pages are re-armed by change_prot_numa(), the function automatic NUMA
  * balancing uses: PTEs become PROT_NONE (still present for the kernel), the
@@ -29,11 +33,12 @@
 #include <linux/fs.h>
 #include <linux/kernel.h>
 #include <linux/kprobes.h>
+#include <linux/log2.h>
 #include <linux/mm.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/sched/task.h>
-#include <linux/sizes.h>
+#include <linux/pgtable.h>
 #include <asm/ibt.h>
 
 #include "cdsm_app.h"
@@ -51,21 +56,34 @@ static bool cdsm_numa_normal;
 #define CDSM_ENDBR64 0xfa1e0ff3U
 
 /*
- * Longest virtual range walked per step: unpopulated ranges (thread stacks,
- * reservations) cost little to skip but must not stall the walk, as in the
- * kernel's own scanner, which walks up to 8 times its page budget.
+ * Pages per change_prot_numa() call: 1/CDSM_REARM_CALLS_PER_SEC of a second
+ * of budget, within these bounds. Each call that changes a PTE ends with one
+ * TLB shootdown, an IPI to every CPU running the process: a few
+ * microseconds on a real machine, milliseconds under QEMU TCG. The kernel's
+ * own scanner makes about 20 such calls per pass over a process.
  */
-#define CDSM_REARM_SCAN_FACTOR 16
-#define CDSM_REARM_SCAN_MIN_PAGES (SZ_16M >> PAGE_SHIFT)
-/*
- * Pages per change_prot_numa() call: half a second of budget, within these
- * bounds. Each call that changes a PTE ends with one TLB shootdown, an IPI to
- * every CPU running the process, so pages are armed in batches (the kernel's
- * own scanner takes up to scan_size_mb = 256 MB at once); the bounds keep
- * sparse ranges fast and bursts small enough that a rate is met evenly.
- */
-#define CDSM_REARM_CHUNK_MIN_PAGES 64UL
+#define CDSM_REARM_CALLS_PER_SEC 32
+#define CDSM_REARM_CHUNK_MIN_PAGES 1UL
 #define CDSM_REARM_CHUNK_MAX_PAGES 512UL
+/*
+ * The walk is strided: the address space is cut into windows of
+ * CDSM_REARM_SPREAD chunks, and a pass re-arms one chunk in each window of
+ * the eligible VMAs, at the same offset; the next pass takes the next
+ * offset. A pass so covers every region, a 1/CDSM_REARM_SPREAD sample of
+ * its pages, instead of a sweep reaching a region once per cycle over the
+ * whole memory; every page still has its turn once per CDSM_REARM_SPREAD
+ * passes.
+ */
+#define CDSM_REARM_SPREAD 16UL
+/*
+ * Pieces tried per step, at most, per piece of budget (a piece already armed
+ * and not faulted since costs a call that changes nothing), and moves over
+ * unpopulated ranges (thread stacks, reservations: skipped a page-table
+ * entry at a time) or windows whose piece lies outside the VMA.
+ */
+#define CDSM_REARM_VISITS_FACTOR 8UL
+#define CDSM_REARM_VISITS_MIN 64UL
+#define CDSM_REARM_HOPS 4096UL
 
 /**
  * cdsm_rearm_init() - find change_prot_numa().
@@ -159,15 +177,46 @@ static bool cdsm_vma_eligible(struct vm_area_struct *vma, bool threaded)
 }
 
 /*
- * Re-arms up to @budget pages of @mm from @t's cursor, calling @drain after
- * every call that changed PTEs. Returns the pages re-armed.
+ * Where the walk goes on when no page table maps @addr of @mm below @end: the
+ * end of the empty PGD, P4D, PUD or PMD entry's range; 0 when a PMD maps
+ * @addr. Reads the entries without their locks; the mmap lock held for read
+ * keeps the tables above the PTEs. A stale answer only moves one piece of a
+ * pass.
+ */
+static unsigned long cdsm_unmapped_end(struct mm_struct *mm, unsigned long addr,
+				       unsigned long end)
+{
+	pgd_t *pgd = pgd_offset(mm, addr);
+	p4d_t *p4d;
+	pud_t *pud;
+
+	if (pgd_none(READ_ONCE(*pgd)))
+		return pgd_addr_end(addr, end);
+	p4d = p4d_offset(pgd, addr);
+	if (p4d_none(READ_ONCE(*p4d)))
+		return p4d_addr_end(addr, end);
+	pud = pud_offset(p4d, addr);
+	if (pud_none(READ_ONCE(*pud)) || pud_leaf(READ_ONCE(*pud)))
+		return pud_addr_end(addr, end);
+	if (pmd_none(READ_ONCE(*pmd_offset(pud, addr))))
+		return pmd_addr_end(addr, end);
+	return 0;
+}
+
+/*
+ * Re-arms up to @budget pages of @mm in @chunk-page pieces, one per window
+ * of CDSM_REARM_SPREAD * @chunk pages, from @t's cursor; at the end of the
+ * address space the walk wraps and takes the next offset in the windows.
+ * Calls @drain after every call that changed PTEs. Returns the pages
+ * re-armed.
  */
 static unsigned long cdsm_rearm_mm(struct mm_struct *mm, struct cdsm_task *t,
 				   unsigned long budget, unsigned long chunk, bool threaded,
 				   void (*drain)(void))
 {
-	unsigned long addr = t->rearm_next_addr, armed = 0, n;
-	unsigned long scan_left = budget * CDSM_REARM_SCAN_FACTOR + CDSM_REARM_SCAN_MIN_PAGES;
+	unsigned long window = chunk * CDSM_REARM_SPREAD << PAGE_SHIFT;
+	unsigned long visits = budget / chunk * CDSM_REARM_VISITS_FACTOR + CDSM_REARM_VISITS_MIN;
+	unsigned long addr = t->rearm_next_addr, armed = 0, hops = CDSM_REARM_HOPS, n;
 	struct vm_area_struct *vma;
 	struct vma_iterator vmi;
 	bool wrapped = false;
@@ -179,25 +228,46 @@ static unsigned long cdsm_rearm_mm(struct mm_struct *mm, struct cdsm_task *t,
 	for (;;) {
 		vma = vma_next(&vmi);
 		if (!vma) {
-			/* End of the address space: start over, once. */
-			if (wrapped || !addr)
+			/* End of the address space: the next offset, once per step. */
+			if (wrapped)
 				break;
 			wrapped = true;
+			t->rearm_pass++;
 			addr = 0;
 			vma_iter_init(&vmi, mm, 0);
 			continue;
 		}
-		if (!cdsm_vma_eligible(vma, threaded))
+		if (!cdsm_vma_eligible(vma, threaded) || (!vma->anon_vma && !vma->vm_file))
 			continue;
 		addr = max(addr, vma->vm_start);
-		while (addr < vma->vm_end && armed < budget && scan_left) {
-			/* At least @chunk pages per call; overshoot is a debt. */
-			unsigned long pages = min(max(budget - armed, chunk), scan_left);
-			unsigned long end = min(vma->vm_end, addr + pages * PAGE_SIZE);
+		while (addr < vma->vm_end && armed < budget && visits && hops) {
+			unsigned long win = ALIGN_DOWN(addr, window);
+			unsigned long off = (t->rearm_pass % CDSM_REARM_SPREAD) * chunk;
+			unsigned long start = max(addr, win + (off << PAGE_SHIFT));
+			unsigned long end = min(vma->vm_end, win + ((off + chunk) << PAGE_SHIFT));
+			unsigned long next;
 
-			n = cdsm_change_prot_numa(vma, addr, end);
-			scan_left -= (end - addr) >> PAGE_SHIFT;
-			addr = end;
+			if (start >= end) {
+				/* This window's chunk is behind the cursor or past the VMA. */
+				addr = min(vma->vm_end, win + window);
+				hops--;
+				continue;
+			}
+			next = cdsm_unmapped_end(mm, start, vma->vm_end);
+			if (next) {
+				addr = next;
+				hops--;
+				continue;
+			}
+			/*
+			 * A piece within a transparent huge page splits it
+			 * (change_pmd_range()), as the kernel's scanner does
+			 * at the ends of its ranges; arming it whole would
+			 * spend up to 512 pages of budget at once.
+			 */
+			visits--;
+			n = cdsm_change_prot_numa(vma, start, end);
+			addr = max(end, min(vma->vm_end, win + window));
 			armed += n;
 			/*
 			 * The call ended with a TLB shootdown, which waits
@@ -206,7 +276,7 @@ static unsigned long cdsm_rearm_mm(struct mm_struct *mm, struct cdsm_task *t,
 			if (n)
 				drain();
 		}
-		if (armed >= budget || !scan_left)
+		if (armed >= budget || !visits || !hops)
 			break;
 	}
 	mmap_read_unlock(mm);
@@ -264,9 +334,12 @@ void cdsm_rearm_app(struct cdsm_app *app, unsigned int period_ms, unsigned int r
 		/* Never more than one second of budget at once. */
 		t->rearm_credit_mpages = min_t(s64, t->rearm_credit_mpages, rss * rate_bp / 10);
 		if (t->rearm_credit_mpages >= 1000) {
-			unsigned long chunk = clamp_t(u64, rss * rate_bp / 20000,
-						      CDSM_REARM_CHUNK_MIN_PAGES,
-						      CDSM_REARM_CHUNK_MAX_PAGES);
+			/* A power of two: windows then tile PMDs. */
+			unsigned long chunk =
+				rounddown_pow_of_two(clamp_t(u64, rss * rate_bp /
+							     (10000 * CDSM_REARM_CALLS_PER_SEC),
+							     CDSM_REARM_CHUNK_MIN_PAGES,
+							     CDSM_REARM_CHUNK_MAX_PAGES));
 
 			armed = cdsm_rearm_mm(mm, t, t->rearm_credit_mpages / 1000, chunk,
 					      threaded, drain);
