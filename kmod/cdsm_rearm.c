@@ -248,6 +248,35 @@ static unsigned long cdsm_rearm_range(struct vm_area_struct *vma, unsigned long 
 }
 
 /*
+ * The next VMA from @vmi of the kind the walk re-arms (@shared: shared
+ * mappings, else private anonymous memory). At the end of the address space
+ * the walk starts over at 0, once: *@wrapped becomes true, *@addr 0, and
+ * *@pass (if not NULL) counts the pass. NULL at the second end.
+ */
+static struct vm_area_struct *cdsm_rearm_next_vma(struct mm_struct *mm, struct vma_iterator *vmi,
+						  bool shared, unsigned long *addr, bool *wrapped,
+						  unsigned long *pass)
+{
+	struct vm_area_struct *vma;
+
+	for (;;) {
+		vma = vma_next(vmi);
+		if (vma) {
+			if (shared ? cdsm_vma_shared(vma) : cdsm_vma_private(vma))
+				return vma;
+			continue;
+		}
+		if (*wrapped)
+			return NULL;
+		*wrapped = true;
+		*addr = 0;
+		if (pass)
+			(*pass)++;
+		vma_iter_init(vmi, mm, 0);
+	}
+}
+
+/*
  * Re-arms up to @budget pages of the shared mappings of @mm in one sweep
  * from @t's cursor, in calls of at least @chunk pages (overshoot is a debt);
  * at the end of the address space it starts over, once. Returns the pages
@@ -264,19 +293,7 @@ static unsigned long cdsm_rearm_sweep(struct mm_struct *mm, struct cdsm_task *t,
 	bool wrapped = false;
 
 	vma_iter_init(&vmi, mm, addr);
-	for (;;) {
-		vma = vma_next(&vmi);
-		if (!vma) {
-			/* End of the address space: start over, once. */
-			if (wrapped || !addr)
-				break;
-			wrapped = true;
-			addr = 0;
-			vma_iter_init(&vmi, mm, 0);
-			continue;
-		}
-		if (!cdsm_vma_shared(vma))
-			continue;
+	while ((vma = cdsm_rearm_next_vma(mm, &vmi, true, &addr, &wrapped, NULL))) {
 		addr = max(addr, vma->vm_start);
 		while (addr < vma->vm_end && armed < budget && scan_left) {
 			unsigned long pages = min(max(budget - armed, chunk), scan_left);
@@ -338,20 +355,8 @@ static unsigned long cdsm_rearm_strided(struct mm_struct *mm, struct cdsm_task *
 	bool wrapped = false;
 
 	vma_iter_init(&vmi, mm, addr);
-	for (;;) {
-		vma = vma_next(&vmi);
-		if (!vma) {
-			/* End of the address space: the next offset, once per step. */
-			if (wrapped)
-				break;
-			wrapped = true;
-			t->rearm_pass++;
-			addr = 0;
-			vma_iter_init(&vmi, mm, 0);
-			continue;
-		}
-		if (!cdsm_vma_private(vma))
-			continue;
+	/* At the end of the address space: the next offset, once per step. */
+	while ((vma = cdsm_rearm_next_vma(mm, &vmi, false, &addr, &wrapped, &t->rearm_pass))) {
 		addr = max(addr, vma->vm_start);
 		while (addr < vma->vm_end && armed < budget && visits && hops) {
 			unsigned long win = ALIGN_DOWN(addr, window);
