@@ -267,6 +267,9 @@ struct cdsm_task *cdsm_app_add_task(struct cdsm_app *app, struct task_struct *p)
 	t->flags = thread_group_leader(p) ? CDSM_TASK_LEADER : 0;
 	t->rearm_next_addr = 0;
 	t->rearm_credit_mpages = 0;
+	t->rearm_priv_addr = 0;
+	t->rearm_pass = 0;
+	t->rearm_steps = 0;
 	t->arrival_ns = ktime_get_boottime_ns();
 	cdsm_task_refresh(app, t);
 	app->nr_tasks++;

@@ -41,10 +41,17 @@ struct user_namespace;
  * @comm:		command name: at join, then as last seen (a query of the
  *			application's tasks or readers, the task's exit).
  * @euid:		effective uid, as @comm.
- * @rearm_next_addr:	first address of the next re-arming walk of its
- *			process (used on the first task of each process).
+ * @rearm_next_addr:	first address of the next re-arming sweep over the
+ *			shared mappings of its process (used, as the other
+ *			rearm_* fields, on the first task of each process).
  * @rearm_credit_mpages: re-arming budget not yet spent, in 1/1000 pages;
  *			negative after a step armed more than its budget.
+ * @rearm_priv_addr:	first address of the next strided re-arming walk over
+ *			the private anonymous memory of its process.
+ * @rearm_pass:		strided passes over that memory so far: the offset of
+ *			the pieces re-armed in each window.
+ * @rearm_steps:	re-arming steps of its process so far: which kind of
+ *			memory has the first claim on a step's budget.
  */
 struct cdsm_task {
 	struct hlist_node hnode;
@@ -59,6 +66,9 @@ struct cdsm_task {
 	kuid_t euid;
 	unsigned long rearm_next_addr;
 	s64 rearm_credit_mpages;
+	unsigned long rearm_priv_addr;
+	unsigned long rearm_pass;
+	unsigned long rearm_steps;
 };
 
 /*

@@ -61,6 +61,7 @@ static int __init cdsm_init(void)
 		goto fail_dev;
 	cdsm_debugfs = debugfs_create_dir(KBUILD_MODNAME, NULL);
 	cdsm_app_debugfs_init(cdsm_debugfs);
+	cdsm_rearm_debugfs_init(cdsm_debugfs);
 	pr_info("version %s (ABI %d) loaded: block %u B, %u sharers, %u block entries, re-arm %u bp/s every %u ms%s\n",
 		CDSM_VERSION, CDSM_ABI_VERSION, 1U << cdsm_params.block_shift,
 		cdsm_params.nr_sharers, 1U << cdsm_params.hash_entries_log2,

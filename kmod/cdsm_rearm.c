@@ -5,7 +5,17 @@
  * second; the walk resumes where the last one stopped and covers only
  * memory that can carry communication: shared mappings, and private
  * anonymous memory of multi-threaded processes; never code, VM_IO,
- * VM_PFNMAP, VM_MIXEDMAP or hugetlb.
+ * VM_PFNMAP, VM_MIXEDMAP or hugetlb. The two kinds are walked apart, each
+ * with its own cursor, and share the budget (cdsm_rearm_app()):
+ *  - shared mappings (shm segments, files: where processes communicate) in
+ *    one sweep from a cursor, in calls of 64-512 pages; a page re-armed and
+ *    not touched since costs nothing, so a sweep re-arms every page in use
+ *    of a small segment each time it comes by;
+ *  - private anonymous memory of multi-threaded processes strided (see
+ *    CDSM_REARM_SPREAD): each pass re-arms a small piece of every window of
+ *    it, so that every region is re-armed within a pass rather than once per
+ *    sweep over the whole memory; threads share page tables, and a page
+ *    they share faults again only when re-armed.
  *
  * Pages are re-armed by change_prot_numa(), the function automatic NUMA
  * balancing uses: PTEs become PROT_NONE (still present for the kernel), the
@@ -26,13 +36,17 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/debugfs.h>
 #include <linux/fs.h>
 #include <linux/kernel.h>
 #include <linux/kprobes.h>
+#include <linux/log2.h>
 #include <linux/mm.h>
 #include <linux/sched/mm.h>
 #include <linux/sched/signal.h>
 #include <linux/sched/task.h>
+#include <linux/seq_file.h>
+#include <linux/pgtable.h>
 #include <linux/sizes.h>
 #include <asm/ibt.h>
 
@@ -51,21 +65,67 @@ static bool cdsm_numa_normal;
 #define CDSM_ENDBR64 0xfa1e0ff3U
 
 /*
- * Longest virtual range walked per step: unpopulated ranges (thread stacks,
- * reservations) cost little to skip but must not stall the walk, as in the
- * kernel's own scanner, which walks up to 8 times its page budget.
+ * The sweep over shared mappings: pages per change_prot_numa() call, half a
+ * second of budget within these bounds (each call that changes a PTE ends
+ * with one TLB shootdown, so pages are armed in batches), and the longest
+ * virtual range walked per step, as in the kernel's own scanner, which walks
+ * up to 8 times its page budget: unpopulated ranges cost little to skip but
+ * must not stall the walk.
  */
-#define CDSM_REARM_SCAN_FACTOR 16
-#define CDSM_REARM_SCAN_MIN_PAGES (SZ_16M >> PAGE_SHIFT)
+#define CDSM_SWEEP_CHUNK_MIN_PAGES 64UL
+#define CDSM_SWEEP_CHUNK_MAX_PAGES 512UL
+#define CDSM_SWEEP_SCAN_FACTOR 16UL
+#define CDSM_SWEEP_SCAN_MIN_PAGES (SZ_16M >> PAGE_SHIFT)
 /*
- * Pages per change_prot_numa() call: half a second of budget, within these
- * bounds. Each call that changes a PTE ends with one TLB shootdown, an IPI to
- * every CPU running the process, so pages are armed in batches (the kernel's
- * own scanner takes up to scan_size_mb = 256 MB at once); the bounds keep
- * sparse ranges fast and bursts small enough that a rate is met evenly.
+ * The strided walk over private anonymous memory: pages per call,
+ * 1/CDSM_REARM_CALLS_PER_SEC of a second of budget within these bounds.
+ * Each call that changes a PTE ends with one TLB shootdown, an IPI to every
+ * CPU running the process: a few microseconds on a real machine,
+ * milliseconds under QEMU TCG. The kernel's own scanner makes about 20 such
+ * calls per pass over a process.
  */
-#define CDSM_REARM_CHUNK_MIN_PAGES 64UL
+#define CDSM_REARM_CALLS_PER_SEC 32
+#define CDSM_REARM_CHUNK_MIN_PAGES 1UL
 #define CDSM_REARM_CHUNK_MAX_PAGES 512UL
+/*
+ * The address space is cut into windows of CDSM_REARM_SPREAD chunks, and a
+ * pass re-arms one chunk in each window of the eligible VMAs, at the same
+ * offset; the next pass takes the next offset. A pass so covers every
+ * region, a 1/CDSM_REARM_SPREAD sample of its pages, instead of a sweep
+ * reaching a region once per cycle over the whole memory; every page still
+ * has its turn once per CDSM_REARM_SPREAD passes.
+ */
+#define CDSM_REARM_SPREAD 16UL
+/*
+ * Pieces tried per step, at most, per piece of budget (a piece already armed
+ * and not faulted since costs a call that changes nothing), and moves over
+ * unpopulated ranges (thread stacks, reservations: skipped a page-table
+ * entry at a time) or windows whose piece lies outside the VMA.
+ */
+#define CDSM_REARM_VISITS_FACTOR 8UL
+#define CDSM_REARM_VISITS_MIN 64UL
+#define CDSM_REARM_HOPS 4096UL
+
+/* Kinds of memory re-armed, for the debugfs counters. */
+enum cdsm_rearm_kind {
+	CDSM_REARM_SHARED,
+	CDSM_REARM_PRIVATE,
+	CDSM_REARM_NR_KINDS,
+};
+
+/*
+ * debugfs "rearm", written by the worker only: per kind, pages re-armed,
+ * change_prot_numa() calls, and those that changed PTEs (each ended with a
+ * TLB shootdown); steps that re-armed, and budget lost to the one-second cap
+ * (a worker that fell behind its period).
+ */
+static struct {
+	u64 armed[CDSM_REARM_NR_KINDS];
+	u64 calls[CDSM_REARM_NR_KINDS];
+	u64 flushes[CDSM_REARM_NR_KINDS];
+	u64 steps;
+	u64 capped_pages;
+} cdsm_rearm_stats;
 
 /**
  * cdsm_rearm_init() - find change_prot_numa().
@@ -147,70 +207,230 @@ void cdsm_rearm_check_sysctl(bool warn)
 	WRITE_ONCE(cdsm_numa_normal, normal);
 }
 
-static bool cdsm_vma_eligible(struct vm_area_struct *vma, bool threaded)
+static bool cdsm_vma_rearmable(struct vm_area_struct *vma)
 {
 	if (vma->vm_flags & (VM_EXEC | VM_IO | VM_PFNMAP | VM_MIXEDMAP | VM_HUGETLB))
 		return false;
-	if (!vma_is_accessible(vma))
-		return false;
-	if (vma->vm_flags & VM_SHARED)
-		return true;
-	return threaded && vma_is_anonymous(vma);
+	return vma_is_accessible(vma);
+}
+
+/* Shared mappings, swept. */
+static bool cdsm_vma_shared(struct vm_area_struct *vma)
+{
+	return (vma->vm_flags & VM_SHARED) && cdsm_vma_rearmable(vma);
+}
+
+/* Private anonymous memory with pages, strided (multi-threaded processes). */
+static bool cdsm_vma_private(struct vm_area_struct *vma)
+{
+	return !(vma->vm_flags & VM_SHARED) && vma_is_anonymous(vma) && vma->anon_vma &&
+	       cdsm_vma_rearmable(vma);
+}
+
+/* One change_prot_numa() call, counted; drains after a TLB shootdown. */
+static unsigned long cdsm_rearm_range(struct vm_area_struct *vma, unsigned long start,
+				      unsigned long end, void (*drain)(void))
+{
+	int kind = vma->vm_flags & VM_SHARED ? CDSM_REARM_SHARED : CDSM_REARM_PRIVATE;
+	unsigned long n = cdsm_change_prot_numa(vma, start, end);
+
+	cdsm_rearm_stats.calls[kind]++;
+	cdsm_rearm_stats.armed[kind] += n;
+	/*
+	 * A call that changed PTEs ended with a TLB shootdown, which waits for
+	 * every CPU running the process: the rings fill meanwhile.
+	 */
+	if (n) {
+		cdsm_rearm_stats.flushes[kind]++;
+		drain();
+	}
+	return n;
 }
 
 /*
- * Re-arms up to @budget pages of @mm from @t's cursor, calling @drain after
- * every call that changed PTEs. Returns the pages re-armed.
+ * The next VMA from @vmi of the kind the walk re-arms (@shared: shared
+ * mappings, else private anonymous memory). At the end of the address space
+ * the walk starts over at 0, once: *@wrapped becomes true, *@addr 0, and
+ * *@pass (if not NULL) counts the pass. NULL at the second end.
  */
-static unsigned long cdsm_rearm_mm(struct mm_struct *mm, struct cdsm_task *t,
-				   unsigned long budget, unsigned long chunk, bool threaded,
-				   void (*drain)(void))
+static struct vm_area_struct *cdsm_rearm_next_vma(struct mm_struct *mm, struct vma_iterator *vmi,
+						  bool shared, unsigned long *addr, bool *wrapped,
+						  unsigned long *pass)
 {
-	unsigned long addr = t->rearm_next_addr, armed = 0, n;
-	unsigned long scan_left = budget * CDSM_REARM_SCAN_FACTOR + CDSM_REARM_SCAN_MIN_PAGES;
+	struct vm_area_struct *vma;
+
+	for (;;) {
+		vma = vma_next(vmi);
+		if (vma) {
+			if (shared ? cdsm_vma_shared(vma) : cdsm_vma_private(vma))
+				return vma;
+			continue;
+		}
+		if (*wrapped)
+			return NULL;
+		*wrapped = true;
+		*addr = 0;
+		if (pass)
+			(*pass)++;
+		vma_iter_init(vmi, mm, 0);
+	}
+}
+
+/*
+ * Re-arms up to @budget pages of the shared mappings of @mm in one sweep
+ * from @t's cursor, in calls of at least @chunk pages (overshoot is a debt);
+ * at the end of the address space it starts over, once. Returns the pages
+ * re-armed.
+ */
+static unsigned long cdsm_rearm_sweep(struct mm_struct *mm, struct cdsm_task *t,
+				      unsigned long budget, unsigned long chunk,
+				      void (*drain)(void))
+{
+	unsigned long scan_left = budget * CDSM_SWEEP_SCAN_FACTOR + CDSM_SWEEP_SCAN_MIN_PAGES;
+	unsigned long addr = t->rearm_next_addr, armed = 0;
 	struct vm_area_struct *vma;
 	struct vma_iterator vmi;
 	bool wrapped = false;
 
 	vma_iter_init(&vmi, mm, addr);
-
-	if (!mmap_read_trylock(mm))
-		return 0;
-	for (;;) {
-		vma = vma_next(&vmi);
-		if (!vma) {
-			/* End of the address space: start over, once. */
-			if (wrapped || !addr)
-				break;
-			wrapped = true;
-			addr = 0;
-			vma_iter_init(&vmi, mm, 0);
-			continue;
-		}
-		if (!cdsm_vma_eligible(vma, threaded))
-			continue;
+	while ((vma = cdsm_rearm_next_vma(mm, &vmi, true, &addr, &wrapped, NULL))) {
 		addr = max(addr, vma->vm_start);
 		while (addr < vma->vm_end && armed < budget && scan_left) {
-			/* At least @chunk pages per call; overshoot is a debt. */
 			unsigned long pages = min(max(budget - armed, chunk), scan_left);
 			unsigned long end = min(vma->vm_end, addr + pages * PAGE_SIZE);
 
-			n = cdsm_change_prot_numa(vma, addr, end);
+			armed += cdsm_rearm_range(vma, addr, end, drain);
 			scan_left -= (end - addr) >> PAGE_SHIFT;
 			addr = end;
-			armed += n;
-			/*
-			 * The call ended with a TLB shootdown, which waits
-			 * for every CPU running @mm: the rings fill meanwhile.
-			 */
-			if (n)
-				drain();
 		}
 		if (armed >= budget || !scan_left)
 			break;
 	}
-	mmap_read_unlock(mm);
 	t->rearm_next_addr = addr;
+	return armed;
+}
+
+/*
+ * Where the walk goes on when no page table maps @addr of @mm below @end: the
+ * end of the empty PGD, P4D, PUD or PMD entry's range; 0 when a PMD maps
+ * @addr. Reads the entries without their locks; the mmap lock held for read
+ * keeps the tables above the PTEs. A stale answer only moves one piece of a
+ * pass.
+ */
+static unsigned long cdsm_unmapped_end(struct mm_struct *mm, unsigned long addr,
+				       unsigned long end)
+{
+	pgd_t *pgd = pgd_offset(mm, addr);
+	p4d_t *p4d;
+	pud_t *pud;
+
+	if (pgd_none(READ_ONCE(*pgd)))
+		return pgd_addr_end(addr, end);
+	p4d = p4d_offset(pgd, addr);
+	if (p4d_none(READ_ONCE(*p4d)))
+		return p4d_addr_end(addr, end);
+	pud = pud_offset(p4d, addr);
+	if (pud_none(READ_ONCE(*pud)) || pud_leaf(READ_ONCE(*pud)))
+		return pud_addr_end(addr, end);
+	if (pmd_none(READ_ONCE(*pmd_offset(pud, addr))))
+		return pmd_addr_end(addr, end);
+	return 0;
+}
+
+/*
+ * Re-arms up to @budget pages of the private anonymous memory of @mm in
+ * @chunk-page pieces, one per window of CDSM_REARM_SPREAD * @chunk pages,
+ * from @t's cursor; at the end of the address space the walk wraps and
+ * takes the next offset in the windows. Returns the pages re-armed.
+ */
+static unsigned long cdsm_rearm_strided(struct mm_struct *mm, struct cdsm_task *t,
+					unsigned long budget, unsigned long chunk,
+					void (*drain)(void))
+{
+	unsigned long window = chunk * CDSM_REARM_SPREAD << PAGE_SHIFT;
+	unsigned long visits = budget / chunk * CDSM_REARM_VISITS_FACTOR + CDSM_REARM_VISITS_MIN;
+	unsigned long addr = t->rearm_priv_addr, armed = 0, hops = CDSM_REARM_HOPS;
+	struct vm_area_struct *vma;
+	struct vma_iterator vmi;
+	bool wrapped = false;
+
+	vma_iter_init(&vmi, mm, addr);
+	/* At the end of the address space: the next offset, once per step. */
+	while ((vma = cdsm_rearm_next_vma(mm, &vmi, false, &addr, &wrapped, &t->rearm_pass))) {
+		addr = max(addr, vma->vm_start);
+		while (addr < vma->vm_end && armed < budget && visits && hops) {
+			unsigned long win = ALIGN_DOWN(addr, window);
+			unsigned long off = (t->rearm_pass % CDSM_REARM_SPREAD) * chunk;
+			unsigned long start = max(addr, win + (off << PAGE_SHIFT));
+			unsigned long end = min(vma->vm_end, win + ((off + chunk) << PAGE_SHIFT));
+			unsigned long next;
+
+			if (start >= end) {
+				/* This window's chunk is behind the cursor or past the VMA. */
+				addr = min(vma->vm_end, win + window);
+				hops--;
+				continue;
+			}
+			next = cdsm_unmapped_end(mm, start, vma->vm_end);
+			if (next) {
+				addr = next;
+				hops--;
+				continue;
+			}
+			/*
+			 * A piece within a transparent huge page splits it
+			 * (change_pmd_range()), as the kernel's scanner does
+			 * at the ends of its ranges; arming it whole would
+			 * spend up to 512 pages of budget at once.
+			 */
+			visits--;
+			armed += cdsm_rearm_range(vma, start, end, drain);
+			addr = max(end, min(vma->vm_end, win + window));
+		}
+		if (armed >= budget || !visits || !hops)
+			break;
+	}
+	t->rearm_priv_addr = addr;
+	return armed;
+}
+
+/*
+ * One step of @t's process: @budget pages, shared between the sweep over
+ * shared mappings and, for a multi-threaded process, the strided walk over
+ * private anonymous memory. Each kind has the first claim on the whole
+ * budget every other step, and the other kind gets what it left; so each
+ * gets at least about half of the budget while it has pages in use to
+ * re-arm, and all of it when the other has none (threads with no shared
+ * mapping, single-threaded processes).
+ */
+static unsigned long cdsm_rearm_mm(struct mm_struct *mm, struct cdsm_task *t,
+				   unsigned long budget, u64 rss, unsigned int rate_bp,
+				   bool threaded, void (*drain)(void))
+{
+	unsigned long sweep_chunk = clamp_t(u64, rss * rate_bp / 20000, CDSM_SWEEP_CHUNK_MIN_PAGES,
+					    CDSM_SWEEP_CHUNK_MAX_PAGES);
+	/* A power of two: windows then tile PMDs. */
+	unsigned long stride_chunk =
+		rounddown_pow_of_two(clamp_t(u64, rss * rate_bp / (10000 * CDSM_REARM_CALLS_PER_SEC),
+					     CDSM_REARM_CHUNK_MIN_PAGES,
+					     CDSM_REARM_CHUNK_MAX_PAGES));
+	unsigned long armed = 0;
+
+	if (!mmap_read_trylock(mm))
+		return 0;
+	cdsm_rearm_stats.steps++;
+	if (!threaded) {
+		armed = cdsm_rearm_sweep(mm, t, budget, sweep_chunk, drain);
+	} else if (t->rearm_steps++ & 1) {
+		armed = cdsm_rearm_strided(mm, t, budget, stride_chunk, drain);
+		if (armed < budget)
+			armed += cdsm_rearm_sweep(mm, t, budget - armed, sweep_chunk, drain);
+	} else {
+		armed = cdsm_rearm_sweep(mm, t, budget, sweep_chunk, drain);
+		if (armed < budget)
+			armed += cdsm_rearm_strided(mm, t, budget - armed, stride_chunk, drain);
+	}
+	mmap_read_unlock(mm);
 	return armed;
 }
 
@@ -251,6 +471,7 @@ void cdsm_rearm_app(struct cdsm_app *app, unsigned int period_ms, unsigned int r
 		struct mm_struct *mm;
 		unsigned long armed;
 		bool threaded;
+		s64 cap;
 		u64 rss;
 
 		if (!t)
@@ -262,13 +483,13 @@ void cdsm_rearm_app(struct cdsm_app *app, unsigned int period_ms, unsigned int r
 		rss = get_mm_rss(mm);
 		t->rearm_credit_mpages += (s64)(rss * rate_bp * period_ms / 10000);
 		/* Never more than one second of budget at once. */
-		t->rearm_credit_mpages = min_t(s64, t->rearm_credit_mpages, rss * rate_bp / 10);
+		cap = rss * rate_bp / 10;
+		if (t->rearm_credit_mpages > cap) {
+			cdsm_rearm_stats.capped_pages += (t->rearm_credit_mpages - cap) / 1000;
+			t->rearm_credit_mpages = cap;
+		}
 		if (t->rearm_credit_mpages >= 1000) {
-			unsigned long chunk = clamp_t(u64, rss * rate_bp / 20000,
-						      CDSM_REARM_CHUNK_MIN_PAGES,
-						      CDSM_REARM_CHUNK_MAX_PAGES);
-
-			armed = cdsm_rearm_mm(mm, t, t->rearm_credit_mpages / 1000, chunk,
+			armed = cdsm_rearm_mm(mm, t, t->rearm_credit_mpages / 1000, rss, rate_bp,
 					      threaded, drain);
 			/* Pages armed beyond the budget are paid back in later steps. */
 			t->rearm_credit_mpages -= (s64)armed * 1000;
@@ -277,4 +498,32 @@ void cdsm_rearm_app(struct cdsm_app *app, unsigned int period_ms, unsigned int r
 		}
 		mmput(mm);
 	}
+}
+
+static int cdsm_rearm_show(struct seq_file *m, void *unused)
+{
+	static const char *const kinds[CDSM_REARM_NR_KINDS] = { "shared", "private" };
+	int k;
+
+	for (k = 0; k < CDSM_REARM_NR_KINDS; k++)
+		seq_printf(m, "%s_armed %llu\n%s_calls %llu\n%s_flushes %llu\n", kinds[k],
+			   READ_ONCE(cdsm_rearm_stats.armed[k]), kinds[k],
+			   READ_ONCE(cdsm_rearm_stats.calls[k]), kinds[k],
+			   READ_ONCE(cdsm_rearm_stats.flushes[k]));
+	seq_printf(m, "steps %llu\ncapped_pages %llu\n", READ_ONCE(cdsm_rearm_stats.steps),
+		   READ_ONCE(cdsm_rearm_stats.capped_pages));
+	return 0;
+}
+DEFINE_SHOW_ATTRIBUTE(cdsm_rearm);
+
+/**
+ * cdsm_rearm_debugfs_init() - create the "rearm" file: what re-arming did,
+ * per kind of memory, since the module was loaded.
+ * @dir:	the module's debugfs directory.
+ *
+ * Context: process context (module load).
+ */
+void cdsm_rearm_debugfs_init(struct dentry *dir)
+{
+	debugfs_create_file("rearm", 0400, dir, NULL, &cdsm_rearm_fops);
 }

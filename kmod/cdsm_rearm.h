@@ -9,11 +9,13 @@
 #include <linux/types.h>
 
 struct cdsm_app;
+struct dentry;
 
 int cdsm_rearm_init(void);
 bool cdsm_rearm_available(void);
 bool cdsm_rearm_numa_normal(void);
 void cdsm_rearm_check_sysctl(bool warn);
+void cdsm_rearm_debugfs_init(struct dentry *dir);
 void cdsm_rearm_app(struct cdsm_app *app, unsigned int period_ms, unsigned int rate_bp,
 		    void (*drain)(void));
 
