@@ -34,10 +34,12 @@
 //   cdsmd-testtool latency --seconds S
 //       sends {"cmd":"list"} every 50 ms for S seconds on new connections; prints
 //       "count=N p50_ms=X max_ms=Y errors=E"
-//   cdsmd-testtool selfpin --threads N --pin-after S --cpu C --seconds T --truth FILE
+//   cdsmd-testtool selfpin --threads N --pin-after S --cpu C --seconds T --truth FILE [--pin-bad]
 //       N threads in pairs (i, N-1-i) sharing memory; after S seconds thread 0 binds itself to
 //       CPU C (-1: two CPUs after its current one), like a runtime that changes its own
-//       affinity, and checks at the end that it is still there
+//       affinity, and checks at the end that it is still there. --pin-bad: each thread starts
+//       pinned to one CPU, partners on different packages (the workloads' --pin-bad), so that
+//       cdsmd has a placement to repair whatever the kernel's scheduler would have done
 #include <fmt/format.h>
 #include <pthread.h>
 #include <sched.h>
@@ -73,6 +75,8 @@
 #include <vector>
 
 #include "cdsm/control.hpp"
+#include "common/pairing.hpp"
+#include "common/placement.hpp"
 
 namespace {
 
@@ -345,7 +349,15 @@ int placement(const std::string& file, double within, double max_ratio,
     }
 }
 
-int selfpin(int threads, double pin_after, int cpu, double seconds, const std::string& truth) {
+int selfpin(int threads, double pin_after, int cpu, double seconds, const std::string& truth,
+            bool pin_bad) {
+    std::vector<int> start_cpus;
+    if (pin_bad) {
+        std::vector<int> partner(std::size_t(threads), 0);
+        for (int i = 0; i < threads; ++i) partner[std::size_t(i)] = threads - 1 - i;
+        start_cpus = cdsm::workloads::bad_placement(cdsm::workloads::pairing_graph(partner),
+                                                    cdsm::workloads::allowed_cpus());
+    }
     const std::size_t page = std::size_t(sysconf(_SC_PAGESIZE));
     const std::size_t pairs = std::size_t(threads) / 2;
     void* mem = mmap(nullptr, pairs * 32 * page, PROT_READ | PROT_WRITE,
@@ -360,6 +372,7 @@ int selfpin(int threads, double pin_after, int cpu, double seconds, const std::s
     const auto end = start + std::chrono::duration<double>(seconds);
     auto body = [&](int i) {
         tids[i] = pid_t(syscall(SYS_gettid));
+        if (!start_cpus.empty()) cdsm::workloads::pin_task(0, start_cpus[std::size_t(i)]);
         ++ready;
         const std::size_t pair = std::size_t(std::min(i, threads - 1 - i));
         std::atomic<std::uint64_t>* mine = words + pair * per_pair;
@@ -605,6 +618,8 @@ int main(int argc, char** argv) {
     sp->add_option("--cpu", cpu);
     sp->add_option("--seconds", seconds);
     sp->add_option("--truth", truth)->required();
+    bool pin_bad = false;
+    sp->add_flag("--pin-bad", pin_bad);
     std::string until = "READY=1";
     auto* nt = app.add_subcommand("notify", "listen as systemd's NOTIFY_SOCKET for a message");
     nt->add_option("--socket", socket)->required();
@@ -658,7 +673,7 @@ int main(int argc, char** argv) {
         if (*pl)
             return placement(truth, within, ratio,
                              {cdsm::parse_smt_rule(smt), cdsm::parse_spread_rule(spread)});
-        return selfpin(threads, pin_after, cpu, seconds, truth);
+        return selfpin(threads, pin_after, cpu, seconds, truth, pin_bad);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "cdsmd-testtool: %s\n", e.what());
         return 1;
