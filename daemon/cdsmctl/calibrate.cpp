@@ -53,6 +53,12 @@ void wait_for(const std::atomic<std::uint64_t>& flag, std::uint64_t value) {
         if (spins % 256 == 255) sched_yield();
 }
 
+// The median of `values` (the upper one of an even count), which it sorts.
+double median(std::vector<double>& values) {
+    std::sort(values.begin(), values.end());
+    return values[values.size() / 2];
+}
+
 struct Measured {
     double latency_us;
     double rate_gbs;
@@ -103,8 +109,7 @@ Measured ping_pong(std::uint32_t a, std::uint32_t b, std::size_t round_trips, st
             rtts.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count() /
                            static_cast<double>(round_trips));
         }
-        std::sort(rtts.begin(), rtts.end());
-        m.latency_us = rtts[rtts.size() / 2] / 2;
+        m.latency_us = median(rtts) / 2;
         std::vector<char> in(bytes, 'x');
         std::vector<double> rates;
         for (std::uint64_t c = 1; c <= kCopies; ++c) {
@@ -115,8 +120,7 @@ Measured ping_pong(std::uint32_t a, std::uint32_t b, std::size_t round_trips, st
             const double s = std::chrono::duration<double>(Clock::now() - start).count();
             rates.push_back(static_cast<double>(bytes) / s / 1e9);
         }
-        std::sort(rates.begin(), rates.end());
-        m.rate_gbs = rates[rates.size() / 2];
+        m.rate_gbs = median(rates);
     } catch (...) {
         kill(child, SIGKILL);
         waitpid(child, nullptr, 0);
@@ -217,13 +221,6 @@ void no_delay(int fd) {
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
-std::uint64_t to_net(std::uint64_t v) {
-    return htobe64(v);
-}
-std::uint64_t from_net(std::uint64_t v) {
-    return be64toh(v);
-}
-
 // --serve: answers one peer, then returns.
 void serve_one(const std::string& address, unsigned timeout_s, std::ostream& out) {
     const auto [host, port] = split_address(address, true, "--serve");
@@ -265,8 +262,8 @@ void serve_one(const std::string& address, unsigned timeout_s, std::ostream& out
     if (std::memcmp(magic, kMagic, sizeof(magic)) != 0)
         throw cdsm::Error("--serve " + address, "the peer is not cdsmctl calibrate --peer");
     recv_all(conn.get(), header, sizeof(header));
-    const std::uint64_t round_trips = from_net(header[0]), batches = from_net(header[1]),
-                        bytes = from_net(header[2]), copies = from_net(header[3]);
+    const std::uint64_t round_trips = be64toh(header[0]), batches = be64toh(header[1]),
+                        bytes = be64toh(header[2]), copies = be64toh(header[3]);
     if (round_trips > 10000000 || batches > 100 || bytes > (1u << 30) || copies > 100)
         throw cdsm::Error("--serve " + address, "the peer asked for too much");
     std::uint64_t word = 0;
@@ -317,8 +314,8 @@ Measured ping_pong_network(const std::string& address, std::size_t round_trips, 
         throw cdsm::Error("--peer " + address,
                           error + " (is cdsmctl calibrate --serve running there?)");
     no_delay(conn.get());
-    const std::uint64_t header[4] = {to_net(round_trips), to_net(kNetBatches), to_net(bytes),
-                                     to_net(kNetCopies)};
+    const std::uint64_t header[4] = {htobe64(round_trips), htobe64(kNetBatches), htobe64(bytes),
+                                     htobe64(kNetCopies)};
     send_all(conn.get(), kMagic, sizeof(kMagic));
     send_all(conn.get(), header, sizeof(header));
     std::vector<double> rtts;
@@ -333,7 +330,6 @@ Measured ping_pong_network(const std::string& address, std::size_t round_trips, 
         rtts.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count() /
                        static_cast<double>(round_trips));
     }
-    std::sort(rtts.begin(), rtts.end());
     std::vector<char> buffer(bytes, 'x');
     std::vector<double> rates;
     for (int c = 0; c < kNetCopies; ++c) {
@@ -344,8 +340,7 @@ Measured ping_pong_network(const std::string& address, std::size_t round_trips, 
         const double s = std::chrono::duration<double>(Clock::now() - start).count();
         rates.push_back(static_cast<double>(bytes) / s / 1e9);
     }
-    std::sort(rates.begin(), rates.end());
-    return {rtts[rtts.size() / 2] / 2, rates[rates.size() / 2]};
+    return {median(rtts) / 2, median(rates)};
 }
 
 }  // namespace
