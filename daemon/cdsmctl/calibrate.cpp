@@ -18,7 +18,9 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <latch>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "cdsm/error.hpp"
@@ -163,13 +165,18 @@ std::optional<std::pair<std::uint32_t, std::uint32_t>> pair_at(const cdsm::Topol
 // ---- the network: a TCP ping-pong between two nodes -------------------------------------------
 //
 // The peer (--peer) connects to the server (--serve) and sends a header: the magic, then the
-// round trips per batch, the batches, the bytes per copy and the copies (each a 64-bit number in
-// network order). Then each round trip is 8 bytes there and 8 back; each copy `bytes` there and
-// one byte back. What Open MPI's tcp transport sees between these two nodes, not an RDMA
+// round trips per batch, the batches, the bytes per copy, the copies and the streams (each a
+// 64-bit number in network order). Then each round trip is 8 bytes there and 8 back; each copy
+// `bytes` there and one byte back. Then the injection rate: the peer opens `streams` more
+// connections, each starting with the magic, and sends `copies` copies on all of them at once,
+// each acknowledged. What Open MPI's tcp transport sees between these two nodes, not an RDMA
 // network's (docs/cluster.md).
 
-constexpr char kMagic[8] = {'C', 'D', 'S', 'M', 'C', 'A', 'L', '1'};
+constexpr char kMagic[8] = {'C', 'D', 'S', 'M', 'C', 'A', 'L', '2'};
 constexpr int kNetBatches = 9, kNetCopies = 8;
+constexpr std::uint64_t kMaxStreams = 64;
+// What one side holds of a copy at a time (the server reads a copy in pieces).
+constexpr std::size_t kPiece = 1 << 20;
 
 // HOST:PORT or [V6]:PORT; for --serve, PORT alone means every address.
 std::pair<std::string, std::string> split_address(const std::string& text, bool host_optional,
@@ -221,6 +228,48 @@ void no_delay(int fd) {
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
+// Receives `copies` copies of `bytes` in pieces, acknowledging each with one byte.
+void answer_copies(int fd, std::uint64_t copies, std::uint64_t bytes) {
+    std::vector<char> piece(std::min<std::uint64_t>(bytes, kPiece));
+    for (std::uint64_t c = 0; c < copies; ++c) {
+        for (std::uint64_t left = bytes; left > 0;) {
+            const std::size_t n = std::min<std::uint64_t>(left, piece.size());
+            recv_all(fd, piece.data(), n);
+            left -= n;
+        }
+        send_all(fd, "k", 1);
+    }
+}
+
+// Sends `copies` copies of `buffer`, each acknowledged; the seconds each took.
+std::vector<double> send_copies(int fd, const std::vector<char>& buffer, int copies) {
+    std::vector<double> seconds;
+    for (int c = 0; c < copies; ++c) {
+        const auto start = Clock::now();
+        send_all(fd, buffer.data(), buffer.size());
+        char ack = 0;
+        recv_all(fd, &ack, 1);
+        seconds.push_back(std::chrono::duration<double>(Clock::now() - start).count());
+    }
+    return seconds;
+}
+
+// Accepts one connection on `listener` within `timeout_s`.
+cdsm::Fd accept_within(int listener, int timeout_s, const std::string& what) {
+    pollfd p{listener, POLLIN, 0};
+    const int ready = poll(&p, 1, timeout_s * 1000);
+    if (ready == 0)
+        throw cdsm::Error(what, fmt::format("no peer connected within {} s", timeout_s));
+    cdsm::Fd conn(accept4(listener, nullptr, nullptr, SOCK_CLOEXEC));
+    if (!conn) throw cdsm::Error(what, std::strerror(errno));
+    no_delay(conn.get());
+    char magic[8];
+    recv_all(conn.get(), magic, sizeof(magic));
+    if (std::memcmp(magic, kMagic, sizeof(magic)) != 0)
+        throw cdsm::Error(what, "the peer is not cdsmctl calibrate --peer (of this version)");
+    return conn;
+}
+
 // --serve: answers one peer, then returns.
 void serve_one(const std::string& address, unsigned timeout_s, std::ostream& out) {
     const auto [host, port] = split_address(address, true, "--serve");
@@ -240,7 +289,8 @@ void serve_one(const std::string& address, unsigned timeout_s, std::ostream& out
         cdsm::Fd fd(socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol));
         const int one = 1;
         if (fd) setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-        if (fd && bind(fd.get(), a->ai_addr, a->ai_addrlen) == 0 && listen(fd.get(), 1) == 0)
+        if (fd && bind(fd.get(), a->ai_addr, a->ai_addrlen) == 0 &&
+            listen(fd.get(), static_cast<int>(kMaxStreams) + 1) == 0)
             listener = std::move(fd);
         else
             error = std::strerror(errno);
@@ -248,41 +298,55 @@ void serve_one(const std::string& address, unsigned timeout_s, std::ostream& out
     freeaddrinfo(found);
     if (!listener) throw cdsm::Error("--serve " + address, error);
     out << "serving one network ping-pong on " << address << '\n' << std::flush;
-    pollfd p{listener.get(), POLLIN, 0};
-    const int ready = poll(&p, 1, static_cast<int>(timeout_s) * 1000);
-    if (ready == 0)
-        throw cdsm::Error("--serve " + address,
-                          fmt::format("no peer connected within {} s", timeout_s));
-    cdsm::Fd conn(accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
-    if (!conn) throw cdsm::Error("--serve " + address, std::strerror(errno));
-    no_delay(conn.get());
-    char magic[8];
-    std::uint64_t header[4];
-    recv_all(conn.get(), magic, sizeof(magic));
-    if (std::memcmp(magic, kMagic, sizeof(magic)) != 0)
-        throw cdsm::Error("--serve " + address, "the peer is not cdsmctl calibrate --peer");
+    const std::string what = "--serve " + address;
+    cdsm::Fd conn = accept_within(listener.get(), static_cast<int>(timeout_s), what);
+    std::uint64_t header[5];
     recv_all(conn.get(), header, sizeof(header));
     const std::uint64_t round_trips = be64toh(header[0]), batches = be64toh(header[1]),
-                        bytes = be64toh(header[2]), copies = be64toh(header[3]);
-    if (round_trips > 10000000 || batches > 100 || bytes > (1u << 30) || copies > 100)
-        throw cdsm::Error("--serve " + address, "the peer asked for too much");
+                        bytes = be64toh(header[2]), copies = be64toh(header[3]),
+                        streams = be64toh(header[4]);
+    if (round_trips > 10000000 || batches > 100 || bytes > (1u << 30) || copies > 100 ||
+        streams > kMaxStreams)
+        throw cdsm::Error(what, "the peer asked for too much");
     std::uint64_t word = 0;
     for (std::uint64_t i = 0; i < round_trips * batches; ++i) {
         recv_all(conn.get(), &word, sizeof(word));
         send_all(conn.get(), &word, sizeof(word));
     }
-    std::vector<char> buffer(bytes);
-    for (std::uint64_t c = 0; c < copies; ++c) {
-        recv_all(conn.get(), buffer.data(), buffer.size());
-        send_all(conn.get(), "k", 1);
+    answer_copies(conn.get(), copies, bytes);
+    // The injection rate: every stream connected first (the peer starts them together), each
+    // answered by a thread of its own.
+    std::vector<cdsm::Fd> conns;
+    for (std::uint64_t i = 0; i < streams; ++i)
+        conns.push_back(accept_within(listener.get(), 10, what));
+    std::vector<std::exception_ptr> errors(streams);
+    {
+        std::vector<std::jthread> threads;
+        for (std::uint64_t i = 0; i < streams; ++i)
+            threads.emplace_back([&, i] {
+                try {
+                    answer_copies(conns[i].get(), copies, bytes);
+                } catch (...) {
+                    errors[i] = std::current_exception();
+                }
+            });
     }
+    for (const auto& e : errors)
+        if (e) std::rethrow_exception(e);
     out << "answered " << round_trips * batches << " round trips and " << copies << " copies of "
-        << bytes << " bytes\n";
+        << bytes << " bytes, then " << streams << " streams of " << copies << " copies at once\n";
 }
 
-// --peer: the network's latency (half the median round trip of 8 bytes, over batches) and rate
-// (`bytes` sent and acknowledged, the median of the copies).
-Measured ping_pong_network(const std::string& address, std::size_t round_trips, std::size_t bytes) {
+struct NetworkMeasured {
+    double latency_us;
+    double rate_gbs;       ///< one stream's
+    double injection_gbs;  ///< all streams' together
+};
+
+// Connects to the --serve at `address` and sends the magic. A server started at the same moment
+// (two srun tasks, a script) may not listen yet: refused connections are tried again for
+// `retry_s`.
+cdsm::Fd connect_to_server(const std::string& address, int retry_s) {
     const auto [host, port] = split_address(address, false, "--peer");
     addrinfo hints{};
     hints.ai_family = AF_UNSPEC;
@@ -292,9 +356,7 @@ Measured ping_pong_network(const std::string& address, std::size_t round_trips, 
         throw cdsm::Error("--peer " + address, gai_strerror(rc));
     cdsm::Fd conn;
     std::string error = "no address";
-    // A server started at the same moment (two srun tasks, a script) may not listen yet: refused
-    // connections are tried again for 10 s.
-    const auto give_up = Clock::now() + std::chrono::seconds(10);
+    const auto give_up = Clock::now() + std::chrono::seconds(retry_s);
     for (bool refused = true; !conn && refused;) {
         refused = false;
         for (addrinfo* a = found; a && !conn; a = a->ai_next) {
@@ -314,9 +376,19 @@ Measured ping_pong_network(const std::string& address, std::size_t round_trips, 
         throw cdsm::Error("--peer " + address,
                           error + " (is cdsmctl calibrate --serve running there?)");
     no_delay(conn.get());
-    const std::uint64_t header[4] = {htobe64(round_trips), htobe64(kNetBatches), htobe64(bytes),
-                                     htobe64(kNetCopies)};
     send_all(conn.get(), kMagic, sizeof(kMagic));
+    return conn;
+}
+
+// --peer: the network's latency (half the median round trip of 8 bytes, over batches), one
+// stream's rate (`bytes` sent and acknowledged, the median of the copies), and the injection
+// rate: `streams` connections sending their copies at once, all their bytes over the time until
+// the last one's last copy was acknowledged.
+NetworkMeasured ping_pong_network(const std::string& address, std::size_t round_trips,
+                                  std::size_t bytes, std::size_t streams) {
+    cdsm::Fd conn = connect_to_server(address, 10);
+    const std::uint64_t header[5] = {htobe64(round_trips), htobe64(kNetBatches), htobe64(bytes),
+                                     htobe64(kNetCopies), htobe64(streams)};
     send_all(conn.get(), header, sizeof(header));
     std::vector<double> rtts;
     for (int batch = 0; batch < kNetBatches; ++batch) {
@@ -330,17 +402,34 @@ Measured ping_pong_network(const std::string& address, std::size_t round_trips, 
         rtts.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count() /
                        static_cast<double>(round_trips));
     }
-    std::vector<char> buffer(bytes, 'x');
+    const std::vector<char> buffer(bytes, 'x');
     std::vector<double> rates;
-    for (int c = 0; c < kNetCopies; ++c) {
-        const auto start = Clock::now();
-        send_all(conn.get(), buffer.data(), buffer.size());
-        char ack = 0;
-        recv_all(conn.get(), &ack, 1);
-        const double s = std::chrono::duration<double>(Clock::now() - start).count();
+    for (const double s : send_copies(conn.get(), buffer, kNetCopies))
         rates.push_back(static_cast<double>(bytes) / s / 1e9);
+    std::vector<cdsm::Fd> conns;
+    for (std::size_t i = 0; i < streams; ++i) conns.push_back(connect_to_server(address, 0));
+    std::vector<std::exception_ptr> errors(streams);
+    std::latch ready(static_cast<std::ptrdiff_t>(streams) + 1);
+    Clock::time_point start;
+    {
+        std::vector<std::jthread> threads;
+        for (std::size_t i = 0; i < streams; ++i)
+            threads.emplace_back([&, i] {
+                ready.arrive_and_wait();
+                try {
+                    send_copies(conns[i].get(), buffer, kNetCopies);
+                } catch (...) {
+                    errors[i] = std::current_exception();
+                }
+            });
+        start = Clock::now();
+        ready.arrive_and_wait();
     }
-    return {median(rtts) / 2, median(rates)};
+    const double together = std::chrono::duration<double>(Clock::now() - start).count();
+    for (const auto& e : errors)
+        if (e) std::rethrow_exception(e);
+    const double sent = static_cast<double>(streams * kNetCopies) * static_cast<double>(bytes);
+    return {median(rtts) / 2, median(rates), sent / together / 1e9};
 }
 
 }  // namespace
@@ -372,14 +461,21 @@ void add_calibrate(CLI::App& app, CalibrateOptions& o) {
                                   "Measure nothing: answer one --peer's network ping-pong on "
                                   "[ADDR:]PORT, then exit");
     serve->excludes(peer);
+    cmd->add_option("--streams", o.streams,
+                    "With --peer: TCP streams sending at once for the node's injection rate "
+                    "(default: this node's PUs, at most 16)")
+        ->check(CLI::Range(1, static_cast<int>(kMaxStreams)))
+        ->needs(peer);
     cmd->add_option("--serve-timeout", o.serve_timeout_s, "Seconds --serve waits for its peer")
         ->check(CLI::Range(1, 86400))
         ->capture_default_str();
     cmd->footer(
         "\nBetween nodes: run `cdsmctl calibrate --serve PORT` on one node and `cdsmctl "
         "calibrate --peer NODE:PORT` on another; the network's figures are then those of TCP "
-        "between them (Open MPI's tcp transport), not of an RDMA network. Without --peer they "
-        "stay the base model's (docs/cluster.md).\n");
+        "between them (Open MPI's tcp transport), not of an RDMA network: one stream's latency "
+        "and rate, and the injection rate, what --streams streams sent together (a lower bound "
+        "of the node's limit when they did not slow each other down). Without --peer they stay "
+        "the base model's (docs/cluster.md).\n");
 }
 
 int calibrate(const CalibrateOptions& o, std::ostream& out) {
@@ -387,6 +483,8 @@ int calibrate(const CalibrateOptions& o, std::ostream& out) {
         serve_one(o.serve, o.serve_timeout_s, out);
         return 0;
     }
+    // A malformed --peer is refused before the node's own measurements, not after them.
+    if (!o.peer.empty()) split_address(o.peer, false, "--peer");
     cdsm::TimeModel model = o.base.empty() ? cdsm::TimeModel{} : cdsm::TimeModel::from_file(o.base);
     const cdsm::Topology topology = cdsm::Topology::from_system();
     nlohmann::json measured = nlohmann::json::object();
@@ -413,14 +511,33 @@ int calibrate(const CalibrateOptions& o, std::ostream& out) {
     if (!o.peer.empty()) {
         // TCP round trips cost tens of microseconds: a tenth of the shared-memory ones.
         const std::size_t round_trips = std::max<std::size_t>(1, o.round_trips / 10);
-        const Measured m = ping_pong_network(o.peer, round_trips, o.bytes);
+        const std::size_t streams =
+            o.streams ? o.streams : std::clamp<std::size_t>(topology.pus().size(), 1, 16);
+        const NetworkMeasured m = ping_pong_network(o.peer, round_trips, o.bytes, streams);
         model.network = {m.latency_us, m.rate_gbs};
+        // A node sends at least what one stream sends alone: streams that slowed each other
+        // below it (a guest on one host thread, a busy node) say nothing more of the node.
+        model.injection_gbs = std::max(m.injection_gbs, m.rate_gbs);
         measured["network"] = {{"peer", o.peer},
                                {"round_trips", round_trips},
                                {"latency_us", m.latency_us},
                                {"rate_gbs", m.rate_gbs}};
+        // Streams that each kept most of one stream's rate did not meet a shared limit: what
+        // they reached together is a lower bound of the node's.
+        const bool saturated = m.injection_gbs < 0.8 * static_cast<double>(streams) * m.rate_gbs;
+        measured["injection"] = {{"peer", o.peer},
+                                 {"streams", streams},
+                                 {"gbs", m.injection_gbs},
+                                 {"saturated", saturated}};
         lines.push_back(fmt::format("{:<7} peer {} (TCP): {:.3g} us, {:.3g} GB/s", "network",
                                     o.peer, m.latency_us, m.rate_gbs));
+        lines.push_back(fmt::format(
+            "{:<7} peer {}, {} streams at once: {:.3g} GB/s{}", "inject", o.peer, streams,
+            m.injection_gbs,
+            saturated ? ""
+                      : fmt::format(" (not saturated: {} x one stream's rate or more; a lower "
+                                    "bound, try more --streams)",
+                                    0.8 * static_cast<double>(streams))));
     }
     model.validate("the measured model");
     nlohmann::json doc = model.to_json();

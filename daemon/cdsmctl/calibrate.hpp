@@ -2,7 +2,8 @@
 // cdsmctl calibrate: the time model's figures (docs/cluster.md) measured on this node by pinned
 // ping-pongs through shared memory: within a socket (two cores of one package) and between two
 // sockets, when the machine has them; with --peer, the network by a TCP ping-pong with
-// `cdsmctl calibrate --serve` on another node. Levels it cannot measure keep their defaults.
+// `cdsmctl calibrate --serve` on another node, and the node's injection rate by several streams
+// at once. Levels it cannot measure keep their defaults.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -21,6 +22,7 @@ struct CalibrateOptions {
     std::string serve;  ///< --serve [ADDR:]PORT: answer one peer's network ping-pong, then exit
     std::string peer;   ///< --peer HOST:PORT: measure the network against a --serve
     unsigned serve_timeout_s = 120;
+    std::size_t streams = 0;  ///< --streams: for the injection rate (0: this node's PUs, <= 16)
 };
 
 void add_calibrate(CLI::App& app, CalibrateOptions& options);

@@ -92,20 +92,32 @@ TEST(Calibrate, MeasuresTheNetworkAgainstAServingPeer) {
     });
     const std::string path = (dir.path() / "model.json").string();
     const Result r = cdsmctl({"calibrate", "--peer", address, "--output", path, "--round-trips",
-                              "100", "--bytes", "65536"});
+                              "100", "--bytes", "65536", "--streams", "3"});
     server.join();
     ASSERT_EQ(r.status, 0) << r.err;
     ASSERT_EQ(served.status, 0) << served.err;
-    EXPECT_THAT(served.out, HasSubstr("answered 90 round trips and 8 copies of 65536 bytes"));
+    EXPECT_THAT(served.out, HasSubstr("answered 90 round trips and 8 copies of 65536 bytes, then "
+                                      "3 streams of 8 copies at once"));
     EXPECT_THAT(r.out, HasSubstr("network peer " + address + " (TCP): "));
+    EXPECT_THAT(r.out, HasSubstr("inject  peer " + address + ", 3 streams at once: "));
     const cdsm::TimeModel model = cdsm::TimeModel::from_file(path);
     EXPECT_GT(model.network.latency_us, 0);
     EXPECT_GT(model.network.rate_gbs, 0);
     std::ifstream in(path);
-    const auto network = nlohmann::json::parse(in).at("calibrated").at("levels").at("network");
+    const auto levels = nlohmann::json::parse(in).at("calibrated").at("levels");
+    const auto& network = levels.at("network");
     EXPECT_EQ(network.at("peer"), address);
     EXPECT_EQ(network.at("latency_us"), model.network.latency_us);
     EXPECT_EQ(network.at("round_trips"), 10);
+    // The injection rate: what the three streams sent together, the model's max-rate cap.
+    const auto& injection = levels.at("injection");
+    EXPECT_EQ(injection.at("streams"), 3);
+    // The model's cap: what they reached together, or one stream's rate if that was more.
+    EXPECT_EQ(std::max(injection.at("gbs").get<double>(), model.network.rate_gbs),
+              model.injection_gbs);
+    EXPECT_GT(injection.at("gbs").get<double>(), 0);
+    EXPECT_NE(model.injection_gbs, cdsm::TimeModel{}.injection_gbs);
+    EXPECT_TRUE(injection.at("saturated").is_boolean());
 }
 
 TEST(Calibrate, NetworkErrorsAreClear) {
@@ -128,6 +140,9 @@ TEST(Calibrate, NetworkErrorsAreClear) {
     const Result both = cdsmctl({"calibrate", "--serve", "1", "--peer", "a:1"});
     EXPECT_EQ(both.status, 2);
     EXPECT_THAT(both.err, HasSubstr("--peer excludes --serve"));
+    const Result streams = cdsmctl({"calibrate", "--streams", "4"});
+    EXPECT_EQ(streams.status, 2);
+    EXPECT_THAT(streams.err, HasSubstr("--streams requires --peer"));
 }
 
 // The node-level map shows the model's time beside the cost: each event a short message at its
