@@ -103,7 +103,7 @@ Json Commands::tasks_json(AppState& app) {
         const bool exited = (t.flags & CDSM_TASK_EXITED) != 0;
         const auto stat = exited ? std::nullopt : c_.proc.task_stat(t.tgid, t.tid);
         const auto mask = exited ? std::nullopt : c_.proc.affinity(t.tid);
-        if (!exited) check_environment(app, t.tgid, c_.proc);
+        if (!exited) check_environment(app, t.tgid, c_.proc, c_.config.launchers);
         const auto env = app.env_by_tgid.find(t.tgid);
         Json rank = nullptr;
         if (env != app.env_by_tgid.end() && env->second.facts.rank) rank = *env->second.facts.rank;

@@ -131,7 +131,8 @@ std::string app_label(const cdsm_app_info& info, const std::string& name) {
 
 // ---- observe -------------------------------------------------------------------------------
 
-const std::string& check_environment(AppState& app, pid_t tgid, ProcSource& proc) {
+const std::string& check_environment(AppState& app, pid_t tgid, ProcSource& proc,
+                                     std::span<const std::string> launchers) {
     // An exec replaces the environment (a launcher's child becomes an MPI rank): read it again
     // when the process's command changed.
     std::string comm = proc.comm(tgid).value_or("");
@@ -147,7 +148,8 @@ const std::string& check_environment(AppState& app, pid_t tgid, ProcSource& proc
                       app_label(app.info, app.name), tgid);
         env.emplace();
     }
-    const EnvFacts facts = env_facts(*env);
+    EnvFacts facts = env_facts(*env);
+    if (std::find(launchers.begin(), launchers.end(), comm) != launchers.end()) facts.rank.reset();
     if (facts.opts_out && !app.opted_out) {
         app.opted_out = true;
         spdlog::info("{}: opts out (CDSM_DISABLE in the environment of process {}); not placing it",
@@ -157,7 +159,8 @@ const std::string& check_environment(AppState& app, pid_t tgid, ProcSource& proc
         .first->second.comm;
 }
 
-Observation observe(AppState& app, KernelSource& kernel, ProcSource& proc) {
+Observation observe(AppState& app, KernelSource& kernel, ProcSource& proc,
+                    std::span<const std::string> launchers) {
     Observation seen;
     seen.tasks = kernel.tasks(app.info.app_id);
     // The aged matrix: the mapping follows what the application does now.
@@ -166,7 +169,7 @@ Observation observe(AppState& app, KernelSource& kernel, ProcSource& proc) {
     // its environment.
     for (const cdsm_task_info& t : seen.tasks) {
         if (!(t.flags & CDSM_TASK_EXITED) && !seen.process_comm.count(t.tgid))
-            seen.process_comm.emplace(t.tgid, check_environment(app, t.tgid, proc));
+            seen.process_comm.emplace(t.tgid, check_environment(app, t.tgid, proc, launchers));
     }
     // Processes the module no longer lists: nothing of them is kept. Those whose tasks all
     // exited keep their facts while the module lists the tasks (at most max_tasks of them): an
@@ -560,7 +563,7 @@ PassResult map_pass(AppState& app, const MapRequest& req, PassContext& context) 
     // The application's age, for the settle wait, counts from the first pass: an MPI job spends
     // seconds creating tasks with too few events to map before its tasks first look placeable.
     if (!app.first_seen_ns) app.first_seen_ns = context.proc.now_ns();
-    const Observation seen = observe(app, context.kernel, context.proc);
+    const Observation seen = observe(app, context.kernel, context.proc, context.config.launchers);
     if (app.opted_out) return skip("opted out (CDSM_DISABLE=1)");
     // Too few events among all its tasks: no need to read every task's /proc files (hundreds
     // of reads per pass for a 64-task application).

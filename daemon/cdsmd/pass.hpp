@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -69,11 +70,16 @@ struct Observation {
     CommMatrix matrix;                          ///< the module's snapshot
     std::map<pid_t, std::string> process_comm;  ///< command of each live task's process
 };
-Observation observe(AppState& app, KernelSource& kernel, ProcSource& proc);
+/// `launchers`: the commands of [mapping] launchers, whose processes have no MPI rank.
+Observation observe(AppState& app, KernelSource& kernel, ProcSource& proc,
+                    std::span<const std::string> launchers = {});
 
 /// Reads process tgid's environment when its command changed (an exec: a launcher's child
-/// became an MPI rank), notes an opt-out; returns its command.
-const std::string& check_environment(AppState& app, pid_t tgid, ProcSource& proc);
+/// became an MPI rank), notes an opt-out; returns its command. A launcher (its command in
+/// `launchers`) gets no rank, whatever its environment says: Open MPI's orted, started by srun
+/// in a multi-node job, has SLURM_PROCID 0, and mpirun in a batch script has the script's.
+const std::string& check_environment(AppState& app, pid_t tgid, ProcSource& proc,
+                                     std::span<const std::string> launchers = {});
 
 /// read_tasks: one live task as /proc shows it.
 struct TaskReading {

@@ -71,7 +71,10 @@ class FakeKernel final : public Kernel {
 
 class FakeProc final : public ProcSource {
   public:
-    std::optional<std::string> comm(pid_t) override { return "worker"; }
+    std::optional<std::string> comm(pid_t pid) override {
+        const auto it = comms.find(pid);
+        return it == comms.end() ? "worker" : it->second;
+    }
     std::optional<std::map<std::string, std::string>> environ(pid_t pid) override {
         return std::map<std::string, std::string>{{"OMPI_COMM_WORLD_RANK", std::to_string(pid)}};
     }
@@ -88,6 +91,8 @@ class FakeProc final : public ProcSource {
     std::optional<std::string> cgroup(pid_t) override { return std::nullopt; }
     std::uint64_t now_ns() override { return 0; }
     std::uint64_t ticks_per_second() override { return 100; }
+
+    std::map<pid_t, std::string> comms;  ///< a process's command (default "worker")
 };
 
 PeerCredentials root() {
@@ -270,6 +275,21 @@ TEST_F(ControlTest, ASlurmStepsApplicationCarriesItsJobStepAndUser) {
     apps.at(2).task_cgroup = "/system.slice/slurmstepd.scope/job_8/step_0/user/task_1";
     EXPECT_EQ(ask({{"cmd", "list"}})["apps"][1]["slurm"]["job_id"], 8);
     EXPECT_EQ(ask({{"cmd", "show"}, {"app", 2}})["slurm"]["step"], "0");
+}
+
+// A launcher has no rank, whatever its environment says: in a multi-node job Open MPI's orted
+// runs as srun's task 0 (SLURM_PROCID=0), and mpirun in a batch script has the script's
+// SLURM_PROCID=0; either would have been rank 0 beside the real one.
+TEST_F(ControlTest, ALaunchersTasksHaveNoRank) {
+    cdsm_task_info rank{}, orted{};
+    rank.index = 0, rank.tid = 500, rank.tgid = 500;
+    orted.index = 1, orted.tid = 600, orted.tgid = 600;
+    kernel.task_list = {rank, orted};
+    proc.comms[600] = "orted";
+    const Json tasks = ask({{"cmd", "tasks"}, {"app", 1}})["tasks"];
+    ASSERT_EQ(tasks.size(), 2u);
+    EXPECT_EQ(tasks[0]["rank"], 500);
+    EXPECT_EQ(tasks[1]["rank"], nullptr) << tasks[1];
 }
 
 TEST_F(ControlTest, TasksShowWhatCdsmdDoesWithEachTask) {
