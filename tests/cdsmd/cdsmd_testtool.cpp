@@ -34,10 +34,12 @@
 //   cdsmd-testtool latency --seconds S
 //       sends {"cmd":"list"} every 50 ms for S seconds on new connections; prints
 //       "count=N p50_ms=X max_ms=Y errors=E"
-//   cdsmd-testtool selfpin --threads N --pin-after S --cpu C --seconds T --truth FILE [--pin-bad]
-//       N threads in pairs (i, N-1-i) sharing memory; after S seconds thread 0 binds itself to
-//       CPU C (-1: two CPUs after its current one), like a runtime that changes its own
-//       affinity, and checks at the end that it is still there. --pin-bad: each thread starts
+//   cdsmd-testtool selfpin --threads N (--pin-after S | --pin-when FILE) --cpu C --seconds T
+//                          --truth FILE [--pin-bad]
+//       N threads in pairs (i, N-1-i) sharing memory; after S seconds, or once FILE exists (a
+//       test's go, given when it saw what it waited for), thread 0 binds itself to CPU C (-1:
+//       two CPUs after its current one), like a runtime that changes its own affinity, and
+//       checks at the end that it is still there. --pin-bad: each thread starts
 //       pinned to one CPU, partners on different packages (the workloads' --pin-bad), so that
 //       cdsmd has a placement to repair whatever the kernel's scheduler would have done
 #include <fmt/format.h>
@@ -349,8 +351,8 @@ int placement(const std::string& file, double within, double max_ratio,
     }
 }
 
-int selfpin(int threads, double pin_after, int cpu, double seconds, const std::string& truth,
-            bool pin_bad) {
+int selfpin(int threads, double pin_after, const std::string& pin_when, int cpu, double seconds,
+            const std::string& truth, bool pin_bad) {
     std::vector<int> start_cpus;
     if (pin_bad) {
         std::vector<int> partner(std::size_t(threads), 0);
@@ -377,10 +379,17 @@ int selfpin(int threads, double pin_after, int cpu, double seconds, const std::s
         const std::size_t pair = std::size_t(std::min(i, threads - 1 - i));
         std::atomic<std::uint64_t>* mine = words + pair * per_pair;
         bool pinned = false;
+        auto next_look = Clock::now();
         while (Clock::now() < end) {
             for (std::size_t w = 0; w < per_pair; w += 32) mine[w].fetch_add(1);
-            if (i == 0 && !pinned &&
-                Clock::now() >= start + std::chrono::duration<double>(pin_after)) {
+            bool go = false;
+            if (i == 0 && !pinned && pin_when.empty()) {
+                go = Clock::now() >= start + std::chrono::duration<double>(pin_after);
+            } else if (i == 0 && !pinned && Clock::now() >= next_look) {
+                next_look = Clock::now() + std::chrono::milliseconds(50);
+                go = access(pin_when.c_str(), F_OK) == 0;
+            }
+            if (go) {
                 // --cpu -1: a CPU of another core than the one cdsmd gave it.
                 if (cpu < 0) {
                     const int n = int(std::thread::hardware_concurrency());
@@ -614,7 +623,9 @@ int main(int argc, char** argv) {
     pl->add_option("--spread", spread)->check(CLI::IsMember({"balanced", "pack"}));
     auto* sp = app.add_subcommand("selfpin", "threads in pairs; thread 0 binds itself later");
     sp->add_option("--threads", threads)->check(CLI::Range(2, 64));
-    sp->add_option("--pin-after", pin_after);
+    std::string pin_when;
+    auto* after = sp->add_option("--pin-after", pin_after);
+    sp->add_option("--pin-when", pin_when)->excludes(after);
     sp->add_option("--cpu", cpu);
     sp->add_option("--seconds", seconds);
     sp->add_option("--truth", truth)->required();
@@ -673,7 +684,7 @@ int main(int argc, char** argv) {
         if (*pl)
             return placement(truth, within, ratio,
                              {cdsm::parse_smt_rule(smt), cdsm::parse_spread_rule(spread)});
-        return selfpin(threads, pin_after, cpu, seconds, truth, pin_bad);
+        return selfpin(threads, pin_after, pin_when, cpu, seconds, truth, pin_bad);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "cdsmd-testtool: %s\n", e.what());
         return 1;
