@@ -34,10 +34,10 @@
 //   cdsmd-testtool latency --seconds S
 //       sends {"cmd":"list"} every 50 ms for S seconds on new connections; prints
 //       "count=N p50_ms=X max_ms=Y errors=E"
-//   cdsmd-testtool selfpin --threads N (--pin-after S | --pin-when FILE) --cpu C --seconds T
-//                          --truth FILE [--pin-bad]
-//       N threads in pairs (i, N-1-i) sharing memory; after S seconds, or once FILE exists (a
-//       test's go, given when it saw what it waited for), thread 0 binds itself to CPU C (-1:
+//   cdsmd-testtool selfpin --threads N --pin-when FILE --cpu C --seconds T --truth FILE
+//                          [--pin-bad]
+//       N threads in pairs (i, N-1-i) sharing memory; once FILE exists (the test's go, given
+//       when it saw what it waited for), thread 0 binds itself to CPU C (-1:
 //       two CPUs after its current one), like a runtime that changes its own affinity, and
 //       checks at the end that it is still there. --pin-bad: each thread starts
 //       pinned to one CPU, partners on different packages (the workloads' --pin-bad), so that
@@ -351,7 +351,7 @@ int placement(const std::string& file, double within, double max_ratio,
     }
 }
 
-int selfpin(int threads, double pin_after, const std::string& pin_when, int cpu, double seconds,
+int selfpin(int threads, const std::string& pin_when, int cpu, double seconds,
             const std::string& truth, bool pin_bad) {
     std::vector<int> start_cpus;
     if (pin_bad) {
@@ -382,27 +382,21 @@ int selfpin(int threads, double pin_after, const std::string& pin_when, int cpu,
         auto next_look = Clock::now();
         while (Clock::now() < end) {
             for (std::size_t w = 0; w < per_pair; w += 32) mine[w].fetch_add(1);
-            bool go = false;
-            if (i == 0 && !pinned && pin_when.empty()) {
-                go = Clock::now() >= start + std::chrono::duration<double>(pin_after);
-            } else if (i == 0 && !pinned && Clock::now() >= next_look) {
-                next_look = Clock::now() + std::chrono::milliseconds(50);
-                go = access(pin_when.c_str(), F_OK) == 0;
+            if (i != 0 || pinned || Clock::now() < next_look) continue;
+            next_look = Clock::now() + std::chrono::milliseconds(50);
+            if (access(pin_when.c_str(), F_OK) != 0) continue;
+            // --cpu -1: a CPU of another core than the one cdsmd gave it.
+            if (cpu < 0) {
+                const int n = int(std::thread::hardware_concurrency());
+                cpu = (std::max(current_cpu(0), 0) + 2) % n;
             }
-            if (go) {
-                // --cpu -1: a CPU of another core than the one cdsmd gave it.
-                if (cpu < 0) {
-                    const int n = int(std::thread::hardware_concurrency());
-                    cpu = (std::max(current_cpu(0), 0) + 2) % n;
-                }
-                cpu_set_t set;
-                CPU_ZERO(&set);
-                CPU_SET(cpu, &set);
-                if (sched_setaffinity(0, sizeof set, &set) != 0) throw std::runtime_error("pin");
-                pinned = true;
-                std::printf("selfpin: thread %d bound itself to CPU %d\n", int(tids[0]), cpu);
-                std::fflush(stdout);
-            }
+            cpu_set_t set;
+            CPU_ZERO(&set);
+            CPU_SET(cpu, &set);
+            if (sched_setaffinity(0, sizeof set, &set) != 0) throw std::runtime_error("pin");
+            pinned = true;
+            std::printf("selfpin: thread %d bound itself to CPU %d\n", int(tids[0]), cpu);
+            std::fflush(stdout);
         }
         if (i == 0 && current_cpu(0) != cpu) pinned_ok = false;
     };
@@ -607,7 +601,7 @@ int main(int argc, char** argv) {
     CLI::App app{"cdsmd's VM-test helper", "cdsmd-testtool"};
     app.require_subcommand(1);
     std::string json, socket, truth;
-    double within = 0, ratio = 1.05, pin_after = 3, seconds = 10;
+    double within = 0, ratio = 1.05, seconds = 10;
     int threads = 4, cpu = 0;
     auto* req = app.add_subcommand("request", "one control-socket request");
     req->add_option("json", json)->required();
@@ -624,8 +618,7 @@ int main(int argc, char** argv) {
     auto* sp = app.add_subcommand("selfpin", "threads in pairs; thread 0 binds itself later");
     sp->add_option("--threads", threads)->check(CLI::Range(2, 64));
     std::string pin_when;
-    auto* after = sp->add_option("--pin-after", pin_after);
-    sp->add_option("--pin-when", pin_when)->excludes(after);
+    sp->add_option("--pin-when", pin_when)->required();
     sp->add_option("--cpu", cpu);
     sp->add_option("--seconds", seconds);
     sp->add_option("--truth", truth)->required();
@@ -684,7 +677,7 @@ int main(int argc, char** argv) {
         if (*pl)
             return placement(truth, within, ratio,
                              {cdsm::parse_smt_rule(smt), cdsm::parse_spread_rule(spread)});
-        return selfpin(threads, pin_after, pin_when, cpu, seconds, truth, pin_bad);
+        return selfpin(threads, pin_when, cpu, seconds, truth, pin_bad);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "cdsmd-testtool: %s\n", e.what());
         return 1;
