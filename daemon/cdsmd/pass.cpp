@@ -149,7 +149,7 @@ const std::string& check_environment(AppState& app, pid_t tgid, ProcSource& proc
         env.emplace();
     }
     EnvFacts facts = env_facts(*env);
-    if (std::find(launchers.begin(), launchers.end(), comm) != launchers.end()) facts.rank.reset();
+    if (is_launcher(comm, launchers)) facts.rank.reset();
     if (facts.opts_out && !app.opted_out) {
         app.opted_out = true;
         spdlog::info("{}: opts out (CDSM_DISABLE in the environment of process {}); not placing it",

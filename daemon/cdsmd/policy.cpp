@@ -40,8 +40,7 @@ std::string_view to_string(TaskRole role) noexcept {
 
 TaskRole classify(const TaskFacts& t, const Config& config) {
     if (t.exited) return TaskRole::kExited;
-    const auto& l = config.launchers;
-    if (std::find(l.begin(), l.end(), t.process_comm) != l.end()) return TaskRole::kLauncher;
+    if (is_launcher(t.process_comm, config.launchers)) return TaskRole::kLauncher;
     // Once something else has bound a task, it stays its business (DESIGN §6).
     if (t.foreign_before) return TaskRole::kForeign;
     if (t.bound_cpu && t.affinity != std::vector<std::uint32_t>{*t.bound_cpu}) {
@@ -94,6 +93,10 @@ const std::vector<std::string>& environment_names() {
 
 EnvFacts env_facts(const std::map<std::string, std::string>& env) {
     return {opts_out(env), mpi_rank(env), expected_threads(env)};
+}
+
+bool is_launcher(std::string_view comm, std::span<const std::string> launchers) {
+    return std::find(launchers.begin(), launchers.end(), comm) != launchers.end();
 }
 
 bool opts_out(const std::map<std::string, std::string>& env) {

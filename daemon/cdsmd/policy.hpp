@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -124,6 +125,9 @@ struct EnvFacts {
     bool operator==(const EnvFacts&) const = default;
 };
 EnvFacts env_facts(const std::map<std::string, std::string>& env);
+/// A process whose command is one of [mapping] launchers (mpirun, orted, srun ...): never
+/// placed, and without an MPI rank whatever its environment says.
+bool is_launcher(std::string_view comm, std::span<const std::string> launchers);
 /// CDSM_DISABLE=1 (or true/yes) in the environment: the application opts out.
 bool opts_out(const std::map<std::string, std::string>& env);
 /// The MPI rank from OMPI_COMM_WORLD_RANK, PMI_RANK, PMIX_RANK or SLURM_PROCID, in that order.
