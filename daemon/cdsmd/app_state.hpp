@@ -106,7 +106,6 @@ struct AppState {
     struct Pending {
         std::vector<pid_t> tids;
         CommMatrix whole;
-        std::uint64_t since_ns = 0;  ///< when it was first proposed (CLOCK_BOOTTIME)
     };
     std::optional<Pending> pending;
     std::uint64_t passes = 0;

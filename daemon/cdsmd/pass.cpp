@@ -451,19 +451,7 @@ std::vector<std::string> threads_to_come(const AppState& app, const Classified& 
 // (an independent sample), by the same margins (min_gain, min_gain_sigma). Fewer than
 // min_events since, or no gain beyond the margins yet: it waits, and the sample grows as long as
 // every pass proposes a placement for those tasks (a pass that proposes none ends the wait).
-//
-// A cheaper placement that would move a task cdsmd placed itself must also be proposed pass
-// after pass for kPersistNs, and show its gain on those kPersistNs of events: cdsmd follows a
-// pattern that lasts, not each pattern the aged matrix (about 2 s of events: the module ages it
-// every second) shows for a moment. HPCC's b_eff runs rings of randomly ordered ranks, a new one
-// every few seconds: in the lab on 6.1 cdsmd followed them, 5 migrations in 48 s, each confirmed
-// on the few seconds of the ring it was proposed in. With rings of 4 tasks that change every 2,
-// 5 or 10 s (pass_test, 80 runs of 300 s each), 30 s still moved a task up to 3 times; 60 s
-// moved none after its first placement. A new phase that lasts (a second pairing) is followed
-// about kPersistNs after it began. The first placement of tasks cdsmd has not placed (the
-// scheduler's, a launcher's) does not wait for it, nor does a repair of the placement rules.
 enum class Confirmation { kApply, kWait };
-constexpr std::uint64_t kPersistNs = 60'000'000'000;
 
 // The margins a cheaper placement must beat (mapping.min_gain, min_gain_sigma): min_gain
 // twice over (kRecentGainFactor, at most 0.5) within kRecentMoveNs of the application's last
@@ -496,18 +484,16 @@ static bool moved_recently(const AppState& app, std::uint64_t now) {
 // a young matrix at once was moved a second time 10 s later (a 49 % gain) when its workers'
 // partners showed.
 Confirmation confirm_plan(AppState& app, const Classified& tasks, const Plan& plan,
-                          const std::vector<bool>& placed, const RemapOptions& options,
-                          PassContext& context) {
+                          const RemapOptions& options, PassContext& context) {
     if (!plan.changed || (plan.why != MoveReason::kCheaper && plan.why != MoveReason::kRule)) {
         app.pending.reset();
         return Confirmation::kApply;
     }
     const Config& config = context.config;
-    const std::uint64_t now_ns = context.proc.now_ns();
     CommMatrix whole = submatrix(
         context.kernel.matrix(app.info.app_id, kernel::MatrixView::whole).matrix, tasks.indices);
     if (!app.pending || app.pending->tids != tasks.tids) {
-        app.pending = AppState::Pending{tasks.tids, std::move(whole), now_ns};
+        app.pending = AppState::Pending{tasks.tids, std::move(whole)};
         return Confirmation::kWait;
     }
     CommMatrix fresh(whole.size());
@@ -521,17 +507,6 @@ Confirmation confirm_plan(AppState& app, const Classified& tasks, const Plan& pl
                       app_label(app.info, app.name), fresh.total());
         app.pending.reset();
         return Confirmation::kApply;
-    }
-    bool moves_placed = false;
-    for (std::size_t k = 0; k < tasks.tids.size(); ++k)
-        moves_placed |= placed[k] && plan.target_cpus[k] != tasks.current[k];
-    const std::uint64_t proposed_for = now_ns - std::min(now_ns, app.pending->since_ns);
-    if (moves_placed && proposed_for < kPersistNs) {
-        spdlog::debug(
-            "{}: a cheaper placement of tasks cdsmd placed, proposed for {:.1f} s: it "
-            "must be proposed for {:.0f} s",
-            app_label(app.info, app.name), double(proposed_for) / 1e9, double(kPersistNs) / 1e9);
-        return Confirmation::kWait;
     }
     const double now = context.planner.cost(fresh, tasks.current);
     const double then = context.planner.cost(fresh, plan.target_cpus);
@@ -685,8 +660,8 @@ PassResult map_pass(AppState& app, const MapRequest& req, PassContext& context) 
     // A detect application is planned and recorded, never placed. A placement that only lowers
     // the cost waits until events counted after it was proposed show the gain too: one pass's
     // matrix may be noise.
-    const bool confirm = !req.from_timer || confirm_plan(app, tasks, plan, placed, options,
-                                                         context) == Confirmation::kApply;
+    const bool confirm =
+        !req.from_timer || confirm_plan(app, tasks, plan, options, context) == Confirmation::kApply;
     const bool place = req.apply && !context.dry_run && app.mode == AppMode::kMap && confirm;
     record_plan(app, d, tasks, plan, seen.tasks.size(), req,
                 req.apply && app.mode == AppMode::kMap && confirm);
