@@ -108,6 +108,15 @@ struct AppState {
         CommMatrix whole;
     };
     std::optional<Pending> pending;
+    /// The whole-run matrix of its tasks to place (by tid), noted by timer passes every
+    /// kWindowStepNs at most and kept for the last kWindowNs (pass.cpp, window_matrix): a
+    /// placement cdsmd made is planned again on that minute's events, not on the aged matrix.
+    struct Whole {
+        std::uint64_t ns = 0;  ///< when (CLOCK_BOOTTIME)
+        std::vector<pid_t> tids;
+        CommMatrix matrix;
+    };
+    std::deque<Whole> wholes;
     std::uint64_t passes = 0;
     std::uint64_t migrations = 0;
     /// Times cdsmd migrated each task, kept after the task exited (tasks: moves).

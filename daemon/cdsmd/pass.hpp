@@ -122,6 +122,43 @@ Arbitration arbitrate(const std::vector<std::uint32_t>& allowed,
                       const std::set<std::uint32_t>& others,
                       const std::vector<std::uint32_t>& foreign, std::size_t tasks);
 
+/// window: how long the events a placement cdsmd made is planned again on span (the whole-run
+/// matrices a timer pass notes, every kWindowStepNs at most).
+constexpr std::uint64_t kWindowNs = 60'000'000'000;
+constexpr std::uint64_t kWindowStepNs = 5'000'000'000;
+/// Notes `whole` (the whole-run matrix of the tasks `tids`) at now_ns if the last note is
+/// kWindowStepNs old, and forgets the notes older than the window needs.
+void note_whole(AppState& app, const std::vector<pid_t>& tids, const CommMatrix& whole,
+                std::uint64_t now_ns);
+/// The events among `tids` in the last kWindowNs: `whole` (their whole-run matrix now) less the
+/// one noted at the window's start, per pair: the last note at or before it that holds both
+/// tasks, else the first after it that does (the application is younger than the window), else
+/// nothing (the pair's whole run: the tasks came after the notes).
+CommMatrix window_matrix(const AppState& app, const std::vector<pid_t>& tids,
+                         const CommMatrix& whole, std::uint64_t now_ns);
+
+/// Whether a placement's gain over the current one lasts: its gain on each slice of the window
+/// (the events between consecutive notes, and since the last one), their mean and the mean's
+/// standard error. `lasts`: at least kMinSlices slices (the window's minute), and a mean above
+/// zero by kLastingSigma standard errors: a pattern every slice shows, not the sum of a few that
+/// changed (HPCC's b_eff: a random ring every few seconds). In pass_test's rings of 4 tasks, a
+/// new random ring every 2, 5 or 10 s for 300 s (200 seeds each), 5 standard errors moved tasks
+/// a second time in 6 of 40 seeds, 8 in none of 400 runs with 2- or 5-s rings and in 7 of 200
+/// with 10-s rings (6 rings in a row that all suit another placement: a minute's pattern); a
+/// second ring that lasts is followed about 50 s after it began.
+constexpr std::size_t kMinSlices = 11;
+constexpr double kLastingSigma = 8;
+struct Lasting {
+    std::size_t slices = 0;
+    double mean = 0;
+    double error = 0;
+    bool lasts = false;
+};
+Lasting lasting_gain(const AppState& app, const std::vector<pid_t>& tids, const CommMatrix& whole,
+                     std::uint64_t now_ns, const Planner& planner,
+                     const std::vector<std::uint32_t>& current,
+                     const std::vector<std::uint32_t>& target);
+
 /// The machine's CPUs within task tid's cgroup cpuset (all of them when it has none, or none of
 /// them is in the machine).
 std::vector<std::uint32_t> allowed_cpus(const Planner& planner, ProcSource& proc, pid_t tid);
