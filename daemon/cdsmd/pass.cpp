@@ -602,6 +602,7 @@ Lasting lasting_gain(const AppState& app, const std::vector<pid_t>& tids, const 
         slice(*notes.back(), whole, now_index);
     }
     Lasting l;
+    l.full = !notes.empty() && notes.front()->ns <= start;
     l.slices = gains.size();
     if (l.slices < 2) return l;
     for (double g : gains) l.mean += g;
@@ -609,7 +610,7 @@ Lasting lasting_gain(const AppState& app, const std::vector<pid_t>& tids, const 
     double var = 0;
     for (double g : gains) var += (g - l.mean) * (g - l.mean);
     l.error = std::sqrt(var / double(l.slices - 1) / double(l.slices));
-    l.lasts = l.slices >= kMinSlices && l.mean > 0 && l.mean >= kLastingSigma * l.error;
+    l.lasts = l.full && l.slices >= kMinSlices && l.mean > 0 && l.mean >= kLastingSigma * l.error;
     return l;
 }
 
@@ -778,13 +779,17 @@ PassResult map_pass(AppState& app, const MapRequest& req, PassContext& context) 
     if (planned_on == &window && plan.changed && plan.why == MoveReason::kCheaper) {
         const Lasting l = lasting_gain(app, tasks.tids, whole_now, now, context.planner,
                                        tasks.current, plan.target_cpus);
-        d["lasting"] = {
-            {"slices", l.slices}, {"mean", l.mean}, {"error", l.error}, {"lasts", l.lasts}};
+        d["lasting"] = {{"full", l.full},
+                        {"slices", l.slices},
+                        {"mean", l.mean},
+                        {"error", l.error},
+                        {"lasts", l.lasts}};
         if (!l.lasts) {
             spdlog::debug(
                 "{}: the gain does not last: {:.1f} +- {:.1f} a slice over {} "
-                "slices of {:.0f} s (a mean {:.0f} standard errors above 0 is needed)",
-                label, l.mean, l.error, l.slices, double(kWindowStepNs) / 1e9, kLastingSigma);
+                "slices of {:.0f} s{} (a mean {:.0f} standard errors above 0 is needed)",
+                label, l.mean, l.error, l.slices, double(kWindowStepNs) / 1e9,
+                l.full ? "" : ", fewer than the window's", kLastingSigma);
             plan.target_cpus = tasks.current;
             plan.changed = false;
             plan.cost_after = plan.cost_before;

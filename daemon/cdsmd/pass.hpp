@@ -139,16 +139,19 @@ CommMatrix window_matrix(const AppState& app, const std::vector<pid_t>& tids,
 
 /// Whether a placement's gain over the current one lasts: its gain on each slice of the window
 /// (the events between consecutive notes, and since the last one), their mean and the mean's
-/// standard error. `lasts`: at least kMinSlices slices (the window's minute), and a mean above
+/// standard error. `lasts`: a full window (its first note at or before the window's start: the
+/// application's minute, not its first seconds), at least kMinSlices slices, and a mean above
 /// zero by kLastingSigma standard errors: a pattern every slice shows, not the sum of a few that
 /// changed (HPCC's b_eff: a random ring every few seconds). In pass_test's rings of 4 tasks, a
 /// new random ring every 2, 5 or 10 s for 300 s (200 seeds each), 5 standard errors moved tasks
 /// a second time in 6 of 40 seeds, 8 in none of 400 runs with 2- or 5-s rings and in 7 of 200
 /// with 10-s rings (6 rings in a row that all suit another placement: a minute's pattern); a
-/// second ring that lasts is followed about 50 s after it began.
-constexpr std::size_t kMinSlices = 11;
+/// second ring that lasts is followed about 50 s after it began. With a pass every 2 s (the
+/// adaptive interval's longest), a note comes every 6 s and the minute has 10 or 11 slices.
+constexpr std::size_t kMinSlices = 8;
 constexpr double kLastingSigma = 8;
 struct Lasting {
+    bool full = false;  ///< the notes span the whole window
     std::size_t slices = 0;
     double mean = 0;
     double error = 0;

@@ -302,7 +302,8 @@ class Pass : public ::testing::TestWithParam<std::string> {
         return worker;
     }
     std::map<pid_t, std::vector<int>> talk_in_rings(
-        int seconds, const std::function<std::vector<pid_t>(int, const std::vector<pid_t>&)>& ring);
+        int seconds, const std::function<std::vector<pid_t>(int, const std::vector<pid_t>&)>& ring,
+        int pass_every = 1);
     void expect_placed_once_when_busy(const std::map<pid_t, pid_t>& worker);
     std::vector<pid_t> placed() const {
         std::vector<pid_t> out;
@@ -1047,11 +1048,13 @@ TEST(Arbitrate, OverSubscribesOnlyItsOwnCpus) {
 }
 
 // Runs the 4 busy tasks of pairs-pin-bad (2 per package, the rules' default) for `seconds`, one
-// pass a second, talking in a ring: ring(s, busy) orders them at second s. The module ages the
+// pass every `pass_every` s (2: the adaptive interval's longest, one whole-run note every 6 s),
+// talking in a ring: ring(s, busy) orders them at second s. The module ages the
 // matrix every second (config.kernel age_period_ms): the aged matrix halves and the second's
 // ring adds to it. Returns the times (s) each task moved.
 std::map<pid_t, std::vector<int>> Pass::talk_in_rings(
-    int seconds, const std::function<std::vector<pid_t>(int, const std::vector<pid_t>&)>& ring) {
+    int seconds, const std::function<std::vector<pid_t>(int, const std::vector<pid_t>&)>& ring,
+    int pass_every) {
     start("pairs-pin-bad");
     system->stop_counting();
     std::vector<pid_t> busy = system->busy_tids();
@@ -1073,6 +1076,7 @@ std::map<pid_t, std::vector<int>> Pass::talk_in_rings(
         }
         system->set_aged(aged);
         system->advance(1);
+        if (s % pass_every) continue;
         run();
         for (pid_t t : busy)
             if (system->cpu(t) != last_cpu[t])
@@ -1080,6 +1084,8 @@ std::map<pid_t, std::vector<int>> Pass::talk_in_rings(
     }
     return moved_at;
 }
+
+void expect_followed_once(const std::map<pid_t, std::vector<int>>& moved);
 
 std::string seconds_list(const std::vector<int>& at) {
     std::string out;
@@ -1093,18 +1099,24 @@ TEST_P(Pass, RingsThatChangeEveryFewSecondsAreNotFollowed) {
     // task moved up to 34 times in 300 s; planned on the window without lasting_gain, up to 4
     // times). It places the tasks once, on the first ring (they started apart: the scheduler's
     // placement), and then keeps them: no ring lasts long enough to be worth a move.
-    for (int ring_s : {2, 5, 10}) {
-        app = AppState();
-        std::mt19937 rng(GetParam() == "6.1" ? 1 : 2);
-        std::vector<pid_t> order;
-        const auto moved = talk_in_rings(300, [&](int s, const std::vector<pid_t>& busy) {
-            if (order.empty()) order = busy;
-            if (s % ring_s == 0) std::ranges::shuffle(order, rng);
-            return order;
-        });
-        for (const auto& [tid, at] : moved)
-            EXPECT_LE(at.size(), 1u) << "a new ring every " << ring_s << " s: task " << tid
-                                     << " moved at (s):" << seconds_list(at);
+    for (int pass_every : {1, 2}) {
+        for (int ring_s : {2, 5, 10}) {
+            app = AppState();
+            std::mt19937 rng(GetParam() == "6.1" ? 1 : 2);
+            std::vector<pid_t> order;
+            const auto moved = talk_in_rings(
+                300,
+                [&](int s, const std::vector<pid_t>& busy) {
+                    if (order.empty()) order = busy;
+                    if (s % ring_s == 0) std::ranges::shuffle(order, rng);
+                    return order;
+                },
+                pass_every);
+            for (const auto& [tid, at] : moved)
+                EXPECT_LE(at.size(), 1u)
+                    << "a new ring every " << ring_s << " s, a pass every " << pass_every
+                    << " s: task " << tid << " moved at (s):" << seconds_list(at);
+        }
     }
 }
 
@@ -1113,10 +1125,21 @@ TEST_P(Pass, APatternThatLastsIsFollowedWithinTheWindow) {
     // the packages of the placement for the first. Placed on the first ring at once (the
     // scheduler's placement, not cdsmd's), on the second once most of the window (kWindowNs,
     // 60 s) shows it in every slice (lasting_gain), and each task moved at most once in each.
-    const auto moved = talk_in_rings(210, [](int s, const std::vector<pid_t>& t) {
-        return s < 60 ? std::vector<pid_t>{t[0], t[1], t[2], t[3]}
-                      : std::vector<pid_t>{t[0], t[2], t[1], t[3]};
-    });
+    for (int pass_every : {1, 2}) {
+        app = AppState();
+        expect_followed_once(talk_in_rings(
+            210,
+            [](int s, const std::vector<pid_t>& t) {
+                return s < 60 ? std::vector<pid_t>{t[0], t[1], t[2], t[3]}
+                              : std::vector<pid_t>{t[0], t[2], t[1], t[3]};
+            },
+            pass_every));
+    }
+}
+
+// Each task moved at most once before 60 s (within 10 s) and once after (30-60 s after), and
+// some in each.
+void expect_followed_once(const std::map<pid_t, std::vector<int>>& moved) {
     std::size_t first = 0, second = 0;
     for (const auto& [tid, at] : moved) {
         const std::string when = seconds_list(at);
