@@ -484,15 +484,19 @@ static bool moved_recently(const AppState& app, std::uint64_t now) {
 // min_events more events were counted, as for a cheaper placement. In the lab, a rank placed on
 // a young matrix at once was moved a second time 10 s later (a 49 % gain) when its workers'
 // partners showed.
+// `read`: the tasks' whole-run matrix if the pass read it already (else it is read here).
 Confirmation confirm_plan(AppState& app, const Classified& tasks, const Plan& plan,
-                          const RemapOptions& options, PassContext& context) {
+                          const RemapOptions& options, PassContext& context,
+                          std::optional<CommMatrix> read) {
     if (!plan.changed || (plan.why != MoveReason::kCheaper && plan.why != MoveReason::kRule)) {
         app.pending.reset();
         return Confirmation::kApply;
     }
     const Config& config = context.config;
-    CommMatrix whole = submatrix(
-        context.kernel.matrix(app.info.app_id, kernel::MatrixView::whole).matrix, tasks.indices);
+    CommMatrix whole =
+        read ? std::move(*read)
+             : submatrix(context.kernel.matrix(app.info.app_id, kernel::MatrixView::whole).matrix,
+                         tasks.indices);
     if (!app.pending || app.pending->tids != tasks.tids) {
         app.pending = AppState::Pending{tasks.tids, std::move(whole)};
         return Confirmation::kWait;
@@ -534,13 +538,18 @@ void note_whole(AppState& app, const std::vector<pid_t>& tids, const CommMatrix&
     while (app.wholes.size() > 1 && app.wholes[1].ns <= start) app.wholes.pop_front();
 }
 
+// Each tid's row in a note's matrix.
+static std::map<pid_t, std::size_t> rows_of(const std::vector<pid_t>& tids) {
+    std::map<pid_t, std::size_t> rows;
+    for (std::size_t i = 0; i < tids.size(); ++i) rows[tids[i]] = i;
+    return rows;
+}
+
 CommMatrix window_matrix(const AppState& app, const std::vector<pid_t>& tids,
                          const CommMatrix& whole, std::uint64_t now_ns) {
     const std::uint64_t start = now_ns - std::min(now_ns, kWindowNs);
-    std::vector<std::map<pid_t, std::size_t>> index(app.wholes.size());
-    for (std::size_t k = 0; k < app.wholes.size(); ++k)
-        for (std::size_t i = 0; i < app.wholes[k].tids.size(); ++i)
-            index[k][app.wholes[k].tids[i]] = i;
+    std::vector<std::map<pid_t, std::size_t>> index;
+    for (const AppState::Whole& w : app.wholes) index.push_back(rows_of(w.tids));
     CommMatrix out(whole.size());
     whole.for_each_pair([&](std::size_t i, std::size_t j, CommMatrix::Value v) {
         CommMatrix::Value base = 0;
@@ -570,15 +579,10 @@ Lasting lasting_gain(const AppState& app, const std::vector<pid_t>& tids, const 
         if (w.ns <= start) notes.clear();
         notes.push_back(&w);
     }
-    const auto at = [](const AppState::Whole& w) {
-        std::map<pid_t, std::size_t> index;
-        for (std::size_t i = 0; i < w.tids.size(); ++i) index[w.tids[i]] = i;
-        return index;
-    };
     std::vector<double> gains;
     const auto slice = [&](const AppState::Whole& a, const CommMatrix& b,
                            const std::map<pid_t, std::size_t>& b_index) {
-        const auto a_index = at(a);
+        const auto a_index = rows_of(a.tids);
         CommMatrix s(tids.size());
         for (std::size_t i = 0; i < tids.size(); ++i) {
             for (std::size_t j = i + 1; j < tids.size(); ++j) {
@@ -595,12 +599,9 @@ Lasting lasting_gain(const AppState& app, const std::vector<pid_t>& tids, const 
         gains.push_back(planner.cost(s, current) - planner.cost(s, target));
     };
     for (std::size_t k = 0; k + 1 < notes.size(); ++k)
-        slice(*notes[k], notes[k + 1]->matrix, at(*notes[k + 1]));
-    if (!notes.empty() && now_ns >= notes.back()->ns + kWindowStepNs / 2) {
-        std::map<pid_t, std::size_t> now_index;
-        for (std::size_t i = 0; i < tids.size(); ++i) now_index[tids[i]] = i;
-        slice(*notes.back(), whole, now_index);
-    }
+        slice(*notes[k], notes[k + 1]->matrix, rows_of(notes[k + 1]->tids));
+    if (!notes.empty() && now_ns >= notes.back()->ns + kWindowStepNs / 2)
+        slice(*notes.back(), whole, rows_of(tids));
     Lasting l;
     l.full = !notes.empty() && notes.front()->ns <= start;
     l.slices = gains.size();
@@ -753,7 +754,8 @@ PassResult map_pass(AppState& app, const MapRequest& req, PassContext& context) 
     // minute, its rings add up to the structure that lasts. A first placement (tasks the
     // scheduler or a launcher placed, threads that came since) is planned on the aged matrix.
     const CommMatrix* planned_on = &sub;
-    CommMatrix window, whole_now;
+    CommMatrix window;
+    std::optional<CommMatrix> whole_now;  // read by this pass
     const bool replan = std::ranges::all_of(placed, [](bool p) { return p; });
     if (req.from_timer &&
         (replan || app.wholes.empty() || now >= app.wholes.back().ns + kWindowStepNs)) {
@@ -777,7 +779,7 @@ PassResult map_pass(AppState& app, const MapRequest& req, PassContext& context) 
     log_plan(label, *planned_on, tasks, plan);
     // ... and only for a gain each slice of the window shows (lasting_gain).
     if (planned_on == &window && plan.changed && plan.why == MoveReason::kCheaper) {
-        const Lasting l = lasting_gain(app, tasks.tids, whole_now, now, context.planner,
+        const Lasting l = lasting_gain(app, tasks.tids, *whole_now, now, context.planner,
                                        tasks.current, plan.target_cpus);
         d["lasting"] = {{"full", l.full},
                         {"slices", l.slices},
@@ -803,7 +805,8 @@ PassResult map_pass(AppState& app, const MapRequest& req, PassContext& context) 
     // the cost waits until events counted after it was proposed show the gain too: one pass's
     // matrix may be noise.
     const bool confirm =
-        !req.from_timer || confirm_plan(app, tasks, plan, options, context) == Confirmation::kApply;
+        !req.from_timer || confirm_plan(app, tasks, plan, options, context, std::move(whole_now)) ==
+                               Confirmation::kApply;
     const bool place = req.apply && !context.dry_run && app.mode == AppMode::kMap && confirm;
     record_plan(app, d, tasks, plan, seen.tasks.size(), req,
                 req.apply && app.mode == AppMode::kMap && confirm);
