@@ -52,6 +52,13 @@ observed() {
 	wait "$historian" || fail "tests/apps/history failed"
 }
 
+# cdsmd's verdict so far in history file $1 (observe_app's PREFIX.history): the most tasks placed
+# in a sample that counts ({"sample": {"count": N, ...}}: a placement kept by cdsmd's next pass).
+verdict_placed() {
+	awk -F'"count": ' '/^\{"sample": / { split($2, f, ",")
+		if (f[1] > m) m = f[1] } END { print m + 0 }' "$1"
+}
+
 # Sets the gate file $1 to "on" while file $2 has a line matching $3 and none matching $4
 # (extended regular expressions), then "off"; also "off" when process $pid ends. Shell
 # builtins only (no fork per look). Runs in the background; sets $gater.
