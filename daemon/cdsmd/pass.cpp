@@ -136,11 +136,16 @@ const std::string& check_environment(AppState& app, pid_t tgid, ProcSource& proc
                                      std::span<const std::string> launchers) {
     // An exec replaces the environment (a launcher's child becomes an MPI rank): read it again
     // when the process's command changed.
-    std::string comm = proc.comm(tgid).value_or("");
+    const std::optional<std::string> now = proc.comm(tgid);
     if (auto it = app.env_by_tgid.find(tgid); it != app.env_by_tgid.end()) {
-        if (it->second.comm == comm && it->second.read) return it->second.comm;
+        // No command: the process is gone, or on its way out, before the module marked its
+        // tasks exited. What was read of it stays: an ended run is still shown by rank. (Read
+        // as an exec to no command, its rank was dropped for an empty environment: a GROMACS
+        // rank stopped at the run's end lost its label, apps-gromacs.)
+        if (!now || (it->second.comm == *now && it->second.read)) return it->second.comm;
         app.env_by_tgid.erase(it);
     }
+    std::string comm = now.value_or("");
     auto env = proc.environ(tgid);
     const bool read = env.has_value();
     if (!env) {

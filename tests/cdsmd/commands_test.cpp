@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cstring>
+#include <set>
 
 #include "server.hpp"
 #include "service.hpp"
@@ -72,10 +73,12 @@ class FakeKernel final : public Kernel {
 class FakeProc final : public ProcSource {
   public:
     std::optional<std::string> comm(pid_t pid) override {
+        if (gone.count(pid)) return std::nullopt;
         const auto it = comms.find(pid);
         return it == comms.end() ? "worker" : it->second;
     }
     std::optional<std::map<std::string, std::string>> environ(pid_t pid) override {
+        if (gone.count(pid)) return std::nullopt;
         return std::map<std::string, std::string>{{"OMPI_COMM_WORLD_RANK", std::to_string(pid)}};
     }
     std::optional<procfs::TaskStat> task_stat(pid_t, pid_t tid) override {
@@ -93,6 +96,7 @@ class FakeProc final : public ProcSource {
     std::uint64_t ticks_per_second() override { return 100; }
 
     std::map<pid_t, std::string> comms;  ///< a process's command (default "worker")
+    std::set<pid_t> gone;                ///< processes whose /proc files are no longer there
 };
 
 PeerCredentials root() {
@@ -372,6 +376,13 @@ TEST_F(ControlTest, OnlyTheFactsOfLiveProcessesEnvironmentsAreKept) {
     EXPECT_EQ(app.env_by_tgid.at(600).facts.rank, 600);
     // Process 600 exited: its facts (a rank, not its environment) stay while the module lists
     // its tasks, so that an ended run is still shown by rank (apps-hpcc: show --by rank).
+    // First gone from /proc (comm and environ unreadable) while the module still lists its
+    // tasks as live: its rank stays (a GROMACS rank stopped at the run's end lost its label).
+    proc.gone.insert(600);
+    observe(app, kernel, proc);
+    ASSERT_EQ(app.env_by_tgid.size(), 2u);
+    EXPECT_EQ(app.env_by_tgid.at(600).facts.rank, 600);
+    EXPECT_EQ(app.env_by_tgid.at(600).comm, "worker");
     kernel.task_list[1].flags = CDSM_TASK_EXITED;
     observe(app, kernel, proc);
     ASSERT_EQ(app.env_by_tgid.size(), 2u);
