@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cstdio>
 #include <limits>
+#include <numeric>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -29,6 +31,8 @@ struct Options {
     /// The ring's order: position p's neighbours are ring_order[p - 1] and ring_order[p + 1];
     /// empty: 0, 1, ..., N-1.
     std::vector<int> ring_order;
+    /// With ring: a new ring order every `redraw` seconds (0: one ring for the whole run).
+    double redraw = 0;
     std::size_t bytes = 128 * 1024;
     RunLength run;
     std::string truth;
@@ -89,6 +93,43 @@ std::vector<Link> links_of(const Options& options, int rank, int size) {
                                      : halo2d_links(rank, size);
 }
 
+/// The rings of --redraw: every rank draws the same sequence (one generator, seeded alike), each
+/// ring's pairs of neighbours different from the previous ring's (at least 4 ranks: 3 or fewer
+/// make one ring only).
+class RingDraw {
+  public:
+    explicit RingDraw(int size) : order_(static_cast<std::size_t>(size)) {
+        std::iota(order_.begin(), order_.end(), 0);
+    }
+    const std::vector<int>& order() const { return order_; }
+    const std::vector<int>& next() {
+        const auto previous = pairs(order_);
+        do {
+            std::shuffle(order_.begin(), order_.end(), random_);
+        } while (pairs(order_) == previous);
+        return order_;
+    }
+
+  private:
+    static std::vector<std::pair<int, int>> pairs(const std::vector<int>& order) {
+        std::vector<std::pair<int, int>> out;
+        for (std::size_t p = 0; p < order.size(); ++p) {
+            const int a = order[p], b = order[(p + 1) % order.size()];
+            out.emplace_back(std::min(a, b), std::max(a, b));
+        }
+        std::sort(out.begin(), out.end());
+        return out;
+    }
+    std::vector<int> order_;
+    std::mt19937 random_{20261130};
+};
+
+std::string ring_text(const std::vector<int>& order) {
+    std::string out;
+    for (const int r : order) out += (out.empty() ? "" : "-") + std::to_string(r);
+    return out;
+}
+
 /// Every rank's distinct message partners.
 PartnerGraph partner_graph(const Options& options, int size) {
     PartnerGraph graph(size);
@@ -106,24 +147,28 @@ PartnerGraph partner_graph(const Options& options, int size) {
     return graph;
 }
 
-// A message: its iteration, the sender's stop proposal, then the payload.
+// A message: its iteration, the sender's stop proposal, with --redraw the sender's proposal of
+// the next ring's first iteration, then the payload.
 constexpr std::size_t kHeaderWords = 2;
+constexpr std::size_t kRedrawHeaderWords = 3;
 constexpr std::uint64_t kNoStop = std::numeric_limits<std::uint64_t>::max();
 
 std::uint64_t payload_word(int sender, std::uint64_t iteration, std::size_t k) {
     return initial_word(static_cast<std::uint64_t>(sender), iteration) + k;
 }
 
-void fill_message(std::vector<std::uint64_t>& msg, int sender, std::uint64_t it,
-                  std::uint64_t stop) {
+void fill_message(std::vector<std::uint64_t>& msg, std::size_t header, int sender, std::uint64_t it,
+                  std::uint64_t stop, std::uint64_t switch_at) {
     msg[0] = it;
     msg[1] = stop;
-    for (std::size_t k = kHeaderWords; k < msg.size(); ++k) msg[k] = payload_word(sender, it, k);
+    if (header == kRedrawHeaderWords) msg[2] = switch_at;
+    for (std::size_t k = header; k < msg.size(); ++k) msg[k] = payload_word(sender, it, k);
 }
 
-std::size_t wrong_words(const std::vector<std::uint64_t>& msg, int sender, std::uint64_t it) {
+std::size_t wrong_words(const std::vector<std::uint64_t>& msg, std::size_t header, int sender,
+                        std::uint64_t it) {
     std::size_t wrong = msg[0] != it;
-    for (std::size_t k = kHeaderWords; k < msg.size(); ++k)
+    for (std::size_t k = header; k < msg.size(); ++k)
         wrong += msg[k] != payload_word(sender, it, k);
     return wrong;
 }
@@ -131,37 +176,64 @@ std::size_t wrong_words(const std::vector<std::uint64_t>& msg, int sender, std::
 struct Outcome {
     std::uint64_t iterations = 0;
     std::uint64_t wrong = 0;
+    std::uint64_t rings = 1;
 };
 
 /// Exchanges with the neighbours until the ranks agree to stop. By time, a rank whose deadline
 /// passed at iteration k proposes to stop at k + size and piggybacks the proposal on its messages;
 /// each rank forwards the smallest proposal it knows, which reaches every rank (diameter < size)
 /// before that iteration, so all stop at the same iteration without any collective that would
-/// add communication between ranks that are not partners.
-Outcome exchange(const Options& options, int rank, int size) {
-    const std::vector<Link> links = links_of(options, rank, size);
-    const std::size_t words = kHeaderWords + options.bytes / sizeof(std::uint64_t);
+/// add communication between ranks that are not partners. With --redraw the ranks agree the same
+/// way on the iteration where the next ring begins, proposed by a rank whose ring has lasted
+/// --redraw seconds; rank 0 prints each ring.
+Outcome exchange(const Options& options, int rank, int size, const std::string& program) {
+    std::vector<Link> links = links_of(options, rank, size);
+    const bool redraw = options.redraw > 0;
+    const std::size_t header = redraw ? kRedrawHeaderWords : kHeaderWords;
+    const std::size_t words = header + options.bytes / sizeof(std::uint64_t);
     std::vector<std::vector<std::uint64_t>> out(links.size(), std::vector<std::uint64_t>(words));
     std::vector<std::vector<std::uint64_t>> in(links.size(), std::vector<std::uint64_t>(words));
     std::vector<MPI_Request> requests(2 * links.size());
-    const auto deadline = after_seconds(Clock::now(), options.run.seconds);
+    const auto start = Clock::now();
+    const auto deadline = after_seconds(start, options.run.seconds);
     std::uint64_t stop = options.run.by_time() ? kNoStop : options.run.iterations;
+    RingDraw draw(size);
+    auto ring_ends = after_seconds(start, options.redraw);
+    std::uint64_t switch_at = kNoStop;
     Outcome result;
+    const auto print_ring = [&](std::uint64_t it) {
+        if (rank == 0 && redraw)
+            std::printf("%s: ring %llu from iteration %llu (%.2f s): %s\n", program.c_str(),
+                        static_cast<unsigned long long>(result.rings),
+                        static_cast<unsigned long long>(it), seconds_since(start),
+                        ring_text(draw.order()).c_str());
+    };
+    print_ring(0);
     for (std::uint64_t it = 0; it < stop; ++it) {
         if (stop == kNoStop && (Clock::now() >= deadline || stop_requested()))
             stop = it + static_cast<std::uint64_t>(size);
+        if (redraw && it == switch_at) {
+            links = ring_links(rank, size, draw.next());
+            ++result.rings;
+            print_ring(it);
+            switch_at = kNoStop;
+            ring_ends = after_seconds(Clock::now(), options.redraw);
+        }
+        if (redraw && switch_at == kNoStop && Clock::now() >= ring_ends)
+            switch_at = it + static_cast<std::uint64_t>(size);
         for (std::size_t l = 0; l < links.size(); ++l) {
             MPI_Irecv(in[l].data(), static_cast<int>(words), MPI_UINT64_T, links[l].from,
                       links[l].tag, MPI_COMM_WORLD, &requests[2 * l]);
-            fill_message(out[l], rank, it, stop);
+            fill_message(out[l], header, rank, it, stop, switch_at);
             MPI_Isend(out[l].data(), static_cast<int>(words), MPI_UINT64_T, links[l].to,
                       links[l].tag, MPI_COMM_WORLD, &requests[2 * l + 1]);
         }
         MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
         for (std::size_t l = 0; l < links.size(); ++l) {
             if (links[l].from == MPI_PROC_NULL) continue;
-            result.wrong += wrong_words(in[l], links[l].from, it);
+            result.wrong += wrong_words(in[l], header, links[l].from, it);
             stop = std::min(stop, in[l][1]);
+            if (redraw) switch_at = std::min(switch_at, in[l][2]);
         }
         result.iterations = it + 1;
     }
@@ -216,6 +288,10 @@ int run(const Options& options, const std::string& program) {
         MPI_Finalize();
         throw UsageError(why);
     }
+    if (options.redraw > 0 && size < 4) {
+        MPI_Finalize();
+        throw UsageError("--redraw needs at least 4 ranks (fewer make only one ring)");
+    }
     int failed = 0;
     try {
         const PartnerGraph graph = partner_graph(options, size);
@@ -226,7 +302,7 @@ int run(const Options& options, const std::string& program) {
         std::fprintf(stderr, "%s: error: rank %d: %s\n", program.c_str(), rank, e.what());
         failed = 1;
     }
-    const Outcome outcome = exchange(options, rank, size);
+    const Outcome outcome = exchange(options, rank, size, program);
     std::uint64_t local[3] = {outcome.wrong, static_cast<std::uint64_t>(failed),
                               outcome.iterations};
     std::uint64_t total[3] = {};
@@ -234,10 +310,13 @@ int run(const Options& options, const std::string& program) {
     MPI_Allreduce(&local[2], &total[2], 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
     const bool ok = total[0] == 0 && total[1] == 0 && total[2] == outcome.iterations;
     if (rank == 0) {
-        std::printf("%s: %s: %d ranks, %s, %zu-byte messages, %llu iterations, wrong words %llu\n",
-                    program.c_str(), ok ? "OK" : "FAILED", size, options.pattern.c_str(),
-                    options.bytes, static_cast<unsigned long long>(outcome.iterations),
-                    static_cast<unsigned long long>(total[0]));
+        const std::string rings =
+            options.redraw > 0 ? " (" + std::to_string(outcome.rings) + " rings)" : "";
+        std::printf(
+            "%s: %s: %d ranks, %s%s, %zu-byte messages, %llu iterations, wrong words %llu\n",
+            program.c_str(), ok ? "OK" : "FAILED", size, options.pattern.c_str(), rings.c_str(),
+            options.bytes, static_cast<unsigned long long>(outcome.iterations),
+            static_cast<unsigned long long>(total[0]));
     }
     MPI_Finalize();
     return ok ? kExitOk : kExitFailed;
@@ -260,6 +339,12 @@ int main(int argc, char** argv) {
                    "different nodes); default 0,1,...,N-1")
         ->delimiter(',')
         ->expected(2, CLI::detail::expected_max_vector_size);
+    app.add_option("--redraw", options.redraw,
+                   "With ring: a new ring every S seconds, its order drawn at random (the same on "
+                   "every rank), its pairs of neighbours never all the previous ring's; at least 4 "
+                   "ranks; not with --ring-order or --truth")
+        ->type_name("S")
+        ->check(CLI::PositiveNumber);
     app.add_option("--bytes", options.bytes, "Payload bytes per message")
         ->check(CLI::Range(std::size_t{8}, std::size_t{1} << 28))
         ->capture_default_str();
@@ -271,6 +356,12 @@ int main(int argc, char** argv) {
     return run_workload(app, argc, argv, [&] {
         if (!options.ring_order.empty() && options.pattern != "ring")
             throw UsageError("--ring-order is for --pattern ring");
+        if (options.redraw > 0 && options.pattern != "ring")
+            throw UsageError("--redraw is for --pattern ring");
+        if (options.redraw > 0 && !options.ring_order.empty())
+            throw UsageError("--redraw draws the rings: not with --ring-order");
+        if (options.redraw > 0 && !options.truth.empty())
+            throw UsageError("--redraw has no one truth: not with --truth");
         return run(options, app.get_name());
     });
 }

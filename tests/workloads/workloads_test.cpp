@@ -16,6 +16,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "common/pairing.hpp"
@@ -511,6 +512,60 @@ TEST_F(WorkloadTest, MpiRingFollowsTheRingOrder) {
     // The ring 0-2-1-3-0: rank 0's neighbours are 2 and 3, rank 2's 0 and 1.
     EXPECT_EQ(partner_indices(read_truth(file("truth"))),
               (std::vector<std::vector<int>>{{2, 3}, {2, 3}, {0, 1}, {0, 1}}));
+}
+
+// --redraw: a new ring every S seconds, the same on every rank (each rank checks every word it
+// receives from its ring's neighbours, so ranks that disagreed on the ring would hang or fail).
+TEST_F(WorkloadTest, MpiRingRedrawsItsRing) {
+    const auto r = run({CDSM_MPIEXEC, "--oversubscribe", "--allow-run-as-root", "-np", "4", "--mca",
+                        "btl", "self,vader", "--mca", "btl_vader_single_copy_mechanism", "none",
+                        CDSM_MPI_RING, "--redraw", "0.05", "--seconds", "0.6", "--bytes", "4096"});
+    ASSERT_EQ(r.status, 0) << r.out << r.err;
+    const std::regex result(R"(: OK: 4 ranks, ring \((\d+) rings\), 4096-byte messages, )");
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(r.out, m, result)) << r.out;
+    const int rings = std::stoi(m[1]);
+    EXPECT_GE(rings, 3) << r.out;
+    // "ring K from iteration I (T s): a-b-c-d", K = 1, 2, ...: each a permutation of the ranks,
+    // its pairs of neighbours never all the previous ring's.
+    const std::regex line(R"(ring (\d+) from iteration (\d+) \([0-9.]+ s\): (\d)-(\d)-(\d)-(\d))");
+    std::vector<std::set<std::pair<int, int>>> seen;
+    for (auto it = std::sregex_iterator(r.out.begin(), r.out.end(), line);
+         it != std::sregex_iterator(); ++it) {
+        EXPECT_EQ(std::stoi((*it)[1]), static_cast<int>(seen.size()) + 1) << r.out;
+        std::vector<int> order;
+        for (int k = 3; k <= 6; ++k) order.push_back(std::stoi((*it)[k]));
+        std::vector<int> sorted = order;
+        std::sort(sorted.begin(), sorted.end());
+        EXPECT_EQ(sorted, (std::vector<int>{0, 1, 2, 3})) << r.out;
+        std::set<std::pair<int, int>> pairs;
+        for (std::size_t p = 0; p < 4; ++p) {
+            const int a = order[p], b = order[(p + 1) % 4];
+            pairs.emplace(std::min(a, b), std::max(a, b));
+        }
+        if (!seen.empty()) {
+            EXPECT_NE(pairs, seen.back()) << r.out;
+        }
+        seen.push_back(pairs);
+    }
+    EXPECT_EQ(static_cast<int>(seen.size()), rings) << r.out;
+}
+
+TEST_F(WorkloadTest, MpiRingRedrawNeedsFourRanks) {
+    const auto r = run({CDSM_MPIEXEC, "--oversubscribe", "--allow-run-as-root", "-np", "3", "--mca",
+                        "btl", "self,vader", CDSM_MPI_RING, "--redraw", "1", "--iterations", "3"});
+    EXPECT_NE(r.status, 0);
+    EXPECT_NE(r.err.find("--redraw needs at least 4 ranks"), std::string::npos) << r.err;
+}
+
+TEST_F(WorkloadTest, MpiRingRedrawRefusesAFixedRingAndATruth) {
+    for (const auto& [option, value, why] :
+         {std::tuple{"--ring-order", "0,1,2,3", "not with --ring-order"},
+          std::tuple{"--truth", "t", "not with --truth"}}) {
+        const auto r = run({CDSM_MPI_RING, "--redraw", "1", option, value});
+        EXPECT_EQ(r.status, 2) << option;
+        EXPECT_NE(r.err.find(why), std::string::npos) << r.err;
+    }
 }
 
 TEST_F(WorkloadTest, MpiRingRefusesARingOrderThatIsNoPermutation) {
