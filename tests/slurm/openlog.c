@@ -4,9 +4,10 @@
  * shared-memory segment (a path with "vader_segment" in it), what it returned and its errno, one
  * line per call in $CDSM_OPENLOG.<pid>. It calls the C library's open and changes nothing else.
  *
- * Why: a rank of the cluster's second ring run (session 28, session 33) once failed in MPI_Init
- * to open(2) a peer's segment (ENOENT) and crashed; Open MPI's message names neither the file nor
- * the peer. These lines do, and which rank created which segment on which node.
+ * Why: ranks of the cluster's ring runs failed in MPI_Init to open(2) a peer's segment (ENOENT);
+ * Open MPI's message names neither the file nor the peer. These lines do, and which rank created
+ * which segment on which node: they showed the ENOENT follows the crash of the segment's creator
+ * (session 33).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
