@@ -104,6 +104,15 @@ cluster_start() {
 		done
 		echo "PartitionName=lab Nodes=n[1-$n] Default=YES MaxTime=INFINITE State=UP OverSubscribe=NO"
 	} >"$slurm_dir/slurm.conf"
+	# Every PMIx fence of a step on the ring algorithm. Slurm 22.05's default ("mixed") runs a
+	# fence without data on its tree algorithm, and the tree is empty when TreeWidth (default 50)
+	# exceeds the step's nodes (reverse_tree_info: "there isn't a tree"): each node's slurmstepd
+	# then ends such a fence alone. Open MPI's barrier at the end of MPI_Init is one: one node's
+	# ranks left MPI_Init and sent their first messages while the other's were still in the modex
+	# fence, whose TCP BTL had no receive callback yet and called address 0 (about one ring
+	# job in 20; slurmstepd's debug log: "COLL_FENCE_TREE seq=0 ... child_cntr=0 ... local
+	# delivery ... DONE" on each node, session 34). docs/cluster.md tells admins the same.
+	echo "PMIxCollFence=ring" >"$slurm_dir/mpi.conf"
 	printf '%s\n' "$@" >"$slurm_dir/plugstack.conf"
 	chrt -o 0 slurmctld -i
 	for node in "${cluster_nodes[@]}"; do
