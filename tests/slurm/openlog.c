@@ -116,16 +116,11 @@ int open64(const char *path, int flags, ...)
 	return ret;
 }
 
-/* Open MPI's own entry points (its PMPI_ names), found when the program calls MPI_Init. */
-static void *next_mpi(const char *name)
-{
-	return dlsym(RTLD_NEXT, name);
-}
-
+/* Open MPI's own entry points (its PMPI_ names), looked up when the program calls MPI_Init. */
 int MPI_Init(int *argc, char ***argv)
 {
 	int (*real)(int *argc, char ***argv);
-	void *sym = next_mpi("PMPI_Init");
+	void *sym = dlsym(RTLD_NEXT, "PMPI_Init");
 	int ret;
 
 	if (!sym)
@@ -139,7 +134,7 @@ int MPI_Init(int *argc, char ***argv)
 int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
 	int (*real)(int *argc, char ***argv, int required, int *provided);
-	void *sym = next_mpi("PMPI_Init_thread");
+	void *sym = dlsym(RTLD_NEXT, "PMPI_Init_thread");
 	int ret;
 
 	if (!sym)
