@@ -304,10 +304,20 @@ Applied apply_plan(AppState& app, const Classified& tasks, const Plan& plan, boo
     std::vector<pid_t> tids;
     std::vector<PuId> pus;
     std::vector<pid_t> replaced;
+    std::vector<std::pair<std::size_t, std::vector<std::uint32_t>>> rebound;
     for (std::size_t k = 0; k < tasks.tids.size(); ++k) {
         const auto now = context.proc.task_stat(tasks.tgids[k], tasks.tids[k]);
         if (!now || (k < tasks.start_ticks.size() && now->start_ticks != tasks.start_ticks[k])) {
             replaced.push_back(tasks.tids[k]);
+            continue;
+        }
+        // ... and still bound as this pass read it. A mask set since (a program binding its own
+        // thread while cdsmd planned) is not cdsmd's to undo: the migration would have replaced
+        // it unseen, and the task, back on the CPU cdsmd gave it, would never be known as bound
+        // by another program (vm-lifecycle, CI of stop 42). The next pass reads it.
+        if (auto mask = context.proc.affinity(tasks.tids[k]);
+            mask && k < tasks.masks.size() && *mask != tasks.masks[k]) {
+            rebound.emplace_back(k, std::move(*mask));
             continue;
         }
         tids.push_back(tasks.tids[k]);
@@ -334,6 +344,15 @@ Applied apply_plan(AppState& app, const Classified& tasks, const Plan& plan, boo
         spdlog::warn("{}: task {} not moved to CPU {}: {}", app_label(app.info, app.name), tid,
                      plan.target_cpus[slot[tid]], why);
     };
+    for (const auto& [k, mask] : rebound) {
+        const std::string why =
+            fmt::format("its affinity became {} during the pass", format_cpu_list(mask));
+        out.failed.push_back({{"tid", tasks.tids[k]}, {"error", why}});
+        spdlog::info(
+            "{}: task {} not moved to CPU {}: {} (another program's binding, looked at "
+            "in the next pass)",
+            app_label(app.info, app.name), tasks.tids[k], plan.target_cpus[k], why);
+    }
     for (pid_t tid : r.denied) fail(tid, "not permitted (EPERM)");
     for (pid_t tid : r.outside_cpuset) fail(tid, "CPU outside the task's cgroup cpuset");
     for (const auto& [tid, err] : r.failed) fail(tid, std::strerror(err));

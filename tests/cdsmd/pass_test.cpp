@@ -99,7 +99,10 @@ class RecordedSystem final : public KernelSource, public ProcSource, public Appl
     }
     std::optional<std::vector<std::uint32_t>> affinity(pid_t tid) override {
         const auto it = mask_.find(tid);
-        return it == mask_.end() ? std::nullopt : std::optional(it->second);
+        if (it == mask_.end()) return std::nullopt;
+        std::vector<std::uint32_t> mask = it->second;
+        if (const auto later = bind_after_read_.extract(tid)) bind(tid, later.mapped());
+        return mask;
     }
     std::optional<std::vector<std::uint32_t>> cpuset(pid_t) override { return cpuset_; }
     std::optional<std::string> cgroup(pid_t) override { return std::nullopt; }  // not recorded
@@ -134,6 +137,11 @@ class RecordedSystem final : public KernelSource, public ProcSource, public Appl
         cpu_[tid] = mask.front();
         mask_[tid] = std::move(mask);
     }
+    /// Another program binds the task just after cdsmd next reads its mask.
+    void bind_after_read(pid_t tid, std::vector<std::uint32_t> mask) {
+        bind_after_read_[tid] = std::move(mask);
+    }
+    std::vector<std::uint32_t> mask(pid_t tid) { return mask_.at(tid); }
     /// Where the scheduler runs a task now, its mask unchanged.
     void run_on(pid_t tid, std::uint32_t cpu) { cpu_[tid] = cpu; }
     void set_busy(pid_t tid, bool busy) { busy_.at(tid) = busy; }
@@ -179,6 +187,7 @@ class RecordedSystem final : public KernelSource, public ProcSource, public Appl
     std::vector<cdsm_task_info> tasks_;
     std::map<pid_t, std::uint32_t> cpu_;
     std::map<pid_t, std::vector<std::uint32_t>> mask_;
+    std::map<pid_t, std::vector<std::uint32_t>> bind_after_read_;
     std::map<pid_t, bool> busy_;
     std::map<pid_t, std::uint64_t> start_;
     std::map<pid_t, std::string> comm_;
@@ -576,6 +585,37 @@ TEST_P(Pass, ABindingByAnotherProgramIsConfirmedThenLeftAlone) {
             EXPECT_NE(c.get<std::uint32_t>(), (mine + 1) % 8);
         }
     EXPECT_EQ(system->cpu(tid), (mine + 1) % 8);
+}
+
+// A binding made while a pass plans (after it read the task's mask) is not undone by the
+// migration: the task is left where it was bound, and the decision says why.
+TEST_P(Pass, ABindingMadeWhileAPassPlannedIsNotUndone) {
+    start("pairs-pin-bad");
+    const Json proposed = run();
+    ASSERT_TRUE(proposed.value("pending", false)) << proposed.dump();
+    pid_t tid = 0;
+    std::uint32_t target = 0;
+    for (pid_t t : placed()) {
+        const Json& c = proposed["placement"][index_of(t)];
+        if (!c.is_null() && c.get<std::uint32_t>() != system->cpu(t)) {
+            tid = t, target = c.get<std::uint32_t>();
+            break;
+        }
+    }
+    ASSERT_NE(tid, 0) << proposed.dump();
+    const std::vector<std::uint32_t> own{(target + 1) % 8};
+    system->advance(5);
+    system->bind_after_read(tid, own);
+    const Json d = run();
+    ASSERT_TRUE(d["applied"].get<bool>()) << d.dump();
+    EXPECT_FALSE(d["moved"].empty());
+    for (const Json& m : d["moved"]) EXPECT_NE(m["tid"].get<pid_t>(), tid);
+    ASSERT_EQ(d["failed"].size(), 1u) << d.dump();
+    EXPECT_EQ(d["failed"][0]["tid"].get<pid_t>(), tid);
+    EXPECT_NE(d["failed"][0]["error"].get<std::string>().find("during the pass"),
+              std::string::npos);
+    EXPECT_EQ(system->mask(tid), own);
+    EXPECT_EQ(system->cpu(tid), own.front());
 }
 
 TEST_P(Pass, ATransientChangeOfMaskIsNotAnotherProgramsBinding) {
