@@ -314,7 +314,8 @@ Applied apply_plan(AppState& app, const Classified& tasks, const Plan& plan, boo
         // ... and still bound as this pass read it. A mask set since (a program binding its own
         // thread while cdsmd planned) is not cdsmd's to undo: the migration would have replaced
         // it unseen, and the task, back on the CPU cdsmd gave it, would never be known as bound
-        // by another program (vm-lifecycle, CI of stop 42). The next pass reads it.
+        // by another program (pass_test ABindingMadeWhileAPassPlannedIsNotUndone). The next
+        // pass reads it.
         if (auto mask = context.proc.affinity(tasks.tids[k]);
             mask && k < tasks.masks.size() && *mask != tasks.masks[k]) {
             rebound.emplace_back(k, std::move(*mask));
