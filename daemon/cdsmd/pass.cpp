@@ -7,8 +7,10 @@
 
 #include <algorithm>
 #include <cdsm/cpu_list.hpp>
+#include <charconv>
 #include <cmath>
 #include <cstring>
+#include <iterator>
 #include <set>
 
 namespace cdsm::cdsmd {
@@ -421,12 +423,25 @@ std::set<std::string> task_set_of(const Classified& tasks,
     return items;
 }
 
+// A task item (task_item) of a task another program bound: it left the tasks to place, and the
+// move that frees the CPU it took is due at once (vm-lifecycle).
+static bool bound_by_another(const AppState& app, const std::string& item) {
+    pid_t tid = 0;
+    const char* end = item.data() + item.size();
+    const auto [p, ec] = std::from_chars(item.data(), end, tid);
+    if (ec != std::errc() || p == end || *p != ':') return false;  // a process's command
+    const auto it = app.tasks.find(tid);
+    return it != app.tasks.end() && it->second.role == TaskRole::kForeign;
+}
+
 // How much longer the tasks to place must stay as they are: half the time cdsmd has seen the
 // application (since its first pass, events or not), within [settle_ms, settle_max_ms], since
 // they last changed; settle_ms when `short_wait` (the threads OMP_NUM_THREADS announced have
-// come: cdsmd waited for them, and they end the start-up). Tasks leaving the set (exited, idle,
-// bound by another program) are no reason to wait: only a task joining it or a mask or command
-// changing restarts the clock.
+// come: cdsmd waited for them, and they end the start-up). A task joining them, a mask or a
+// command changing and a task leaving them (exited or idle) restart the clock: an ending job's
+// ranks exit one by one, and the ones left for a moment are no placement to plan (the lab's soak:
+// two ranks of an ending job were moved by the rules' repair 1.5 s after two others exited). A
+// task another program bound leaves them without restarting it (bound_by_another).
 std::uint64_t unsettled_ns(AppState& app, std::set<std::string> items, std::uint64_t now,
                            const Config& config, bool short_wait) {
     constexpr std::uint64_t kMs = 1000000;
@@ -435,7 +450,10 @@ std::uint64_t unsettled_ns(AppState& app, std::set<std::string> items, std::uint
             ? config.settle_ms * kMs
             : std::clamp((now - std::min(now, app.first_seen_ns)) / 2, config.settle_ms * kMs,
                          std::max(config.settle_ms, config.settle_max_ms) * kMs);
-    if (!std::includes(app.task_set.begin(), app.task_set.end(), items.begin(), items.end()))
+    std::vector<std::string> left;
+    std::ranges::set_difference(app.task_set, items, std::back_inserter(left));
+    if (!std::includes(app.task_set.begin(), app.task_set.end(), items.begin(), items.end()) ||
+        !std::ranges::all_of(left, [&](const std::string& i) { return bound_by_another(app, i); }))
         app.task_set_since_ns = now;
     app.task_set = std::move(items);
     const std::uint64_t settled = now - std::min(now, app.task_set_since_ns);
